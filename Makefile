@@ -1,0 +1,60 @@
+# Two commands set everything up on a fresh machine:
+#   make book   create .venv, install, build the HTML book into _build/html
+#   make test   create/update .venv, run every test (unit tests + nbval)
+# See README.md for the rest.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
+
+.PHONY: help venv book test notebooks lab bench lint clean
+
+help:
+	@echo "make book       build the HTML book into _build/html (creates .venv)"
+	@echo "make test       run the unit tests and nbval over every notebook"
+	@echo "make notebooks  re-execute every chapter notebook in place"
+	@echo "make lab        open JupyterLab on the course environment"
+	@echo "make bench      run the benchmarks"
+	@echo "make clean      remove _build (and .venv with 'make clean ALL=1')"
+
+# The environment is rebuilt when requirements.txt or pyproject.toml change.
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --quiet -r requirements.txt
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	@echo "Open _build/html/index.html"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests src/posenc --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval $(NOTEBOOKS)
+
+notebooks: $(STAMP)
+	@for nb in $(NOTEBOOKS); do \
+		echo "executing $$nb"; \
+		$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+			--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 "$$nb"; \
+	done
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab chapters/
+
+bench: $(STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python "$$b"; done
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks chapters
+
+clean:
+	rm -rf _build
+	@if [ -n "$${ALL:-}" ]; then rm -rf $(VENV); fi

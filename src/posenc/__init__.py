@@ -1,0 +1,45 @@
+"""posenc: the tested code behind the course on positional encoding.
+
+The chapters show each idea in a few lines, then import the version here.
+Submodules are named by what they hold:
+
+* :mod:`posenc.encodings`: the sinusoidal table, its frequencies, the
+  relative-position rotation, and the naive schemes of chapter 1;
+* :mod:`posenc.attention`: single-head self-attention and a stable softmax;
+* :mod:`posenc.similarity`: dot-product and cosine matrices between codes;
+* :mod:`posenc.validation`: the argument checks every public function uses.
+"""
+
+from .attention import causal_mask, self_attention, softmax
+from .encodings import (
+    LAYOUTS,
+    binary_encoding,
+    frequencies,
+    index_encoding,
+    index_over_length_encoding,
+    one_hot_encoding,
+    relative_rotation,
+    sinusoidal,
+    wavelengths,
+)
+from .similarity import cosine_distance_matrix, cosine_similarity_matrix, dot_product_matrix
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LAYOUTS",
+    "binary_encoding",
+    "causal_mask",
+    "cosine_distance_matrix",
+    "cosine_similarity_matrix",
+    "dot_product_matrix",
+    "frequencies",
+    "index_encoding",
+    "index_over_length_encoding",
+    "one_hot_encoding",
+    "relative_rotation",
+    "self_attention",
+    "sinusoidal",
+    "softmax",
+    "wavelengths",
+]
