@@ -20,7 +20,7 @@ accurate than evaluating ``np.sin(k * w)`` directly in float64.
 
 from __future__ import annotations
 
-import math
+import functools
 
 import numpy as np
 
@@ -40,10 +40,10 @@ __all__ = [
 
 LAYOUTS = ("interleaved", "split")
 
-# Rows per block of the fast table, and the number of elements a block aims at
-# (small enough to stay in cache, large enough to amortise NumPy's call cost).
-_MIN_BLOCK = 8
-_BLOCK_ELEMENTS = 16_384
+# Rows per block of the fast table, and the number of elements one NumPy call
+# aims at (small enough to stay in cache, large enough to amortise the call).
+_BLOCK = 32
+_GROUP_ELEMENTS = 16_384
 _SPLITTER = 134_217_729.0  # 2**27 + 1, Dekker's constant for float64
 
 
@@ -79,21 +79,25 @@ def frequencies(d_model: int, base: float = 10_000.0) -> np.ndarray:
     """
     d_model = check_integer("d_model", d_model, minimum=1)
     base = check_real("base", base, positive=True)
-    return _frequencies_hi_lo(d_model, base)[0]
+    return _frequencies_hi_lo(d_model, base)[0].copy()
 
 
+@functools.lru_cache(maxsize=64)
 def _frequencies_hi_lo(d_model: int, base: float) -> tuple[np.ndarray, np.ndarray]:
     """The frequencies as an unevaluated sum ``hi + lo`` of two float64 arrays.
 
     ``hi`` is the float64 nearest to the exact frequency and ``lo`` the part
     of the extended-precision value that ``hi`` misses (zero on platforms
-    whose long double is a plain double).
+    whose long double is a plain double). Cached, as the extended-precision
+    power is slow; the arrays are read-only so the cache cannot be altered.
     """
     i = np.arange((d_model + 1) // 2)
     exponent = -2 * i.astype(np.longdouble) / np.longdouble(d_model)
     extended = np.power(np.longdouble(base), exponent)
     hi = extended.astype(np.float64)
     lo = (extended - hi).astype(np.float64)
+    hi.flags.writeable = False
+    lo.flags.writeable = False
     return hi, lo
 
 
@@ -201,42 +205,44 @@ def sinusoidal(
     n_sin = omega.size
     n_cos = d_model // 2
 
-    # About sqrt(L) rows a block balances the two direct evaluations (block
-    # offsets and block starts); the cap keeps a block's scratch in cache.
-    block = max(_MIN_BLOCK, min(math.isqrt(length), _BLOCK_ELEMENTS // n_sin))
-    n_blocks = -(-length // block)
-    use_blocks = n_blocks > 2
-    padded = n_blocks * block if use_blocks else length
-
-    table = np.empty((padded, d_model))
+    # Row k = k0 + j with k0 a multiple of _BLOCK and 0 <= j < _BLOCK. The
+    # block size does not depend on the length, so every row is computed by
+    # the same operations whatever the length: a position's code is the same,
+    # bit for bit, in a short table and in a long one.
+    n_blocks = max(1, -(-length // _BLOCK))
+    table = np.empty((n_blocks * _BLOCK if length > _BLOCK else length, d_model))
     if layout == "interleaved":
         sin_cols, cos_cols = table[:, 0::2], table[:, 1::2]
     else:
         sin_cols, cos_cols = table[:, :n_sin], table[:, n_sin:]
 
-    if not use_blocks:
-        # Short tables: evaluate every angle directly.
-        s, c = _sin_cos_exact_angle(np.arange(length), omega, omega_lo)
-        sin_cols[...] = s
-        cos_cols[...] = c[:, :n_cos]
+    sin_j, cos_j = _sin_cos_exact_angle(np.arange(min(length, _BLOCK)), omega, omega_lo)
+    if length <= _BLOCK:
+        # The first block needs no multiply-add: sin(0) = 0 and cos(0) = 1 exactly.
+        sin_cols[...] = sin_j
+        cos_cols[...] = cos_j[:, :n_cos]
         return table
 
-    # Long tables: direct evaluation for one block of offsets j and for the
-    # block starts k0, multiply-adds for everything else.
-    sin_j, cos_j = _sin_cos_exact_angle(np.arange(block), omega, omega_lo)
-    sin_k0, cos_k0 = _sin_cos_exact_angle(np.arange(n_blocks) * block, omega, omega_lo)
-    sin_jc, cos_jc = sin_j[:, :n_cos], cos_j[:, :n_cos]
-    scratch = np.empty((block, n_sin))
-    scratch_c = scratch[:, :n_cos]
-    for m in range(n_blocks):
-        rows = slice(m * block, (m + 1) * block)
-        out_s, out_c = sin_cols[rows], cos_cols[rows]
-        np.multiply(cos_j, sin_k0[m], out=out_s)
-        np.multiply(sin_j, cos_k0[m], out=scratch)
-        np.add(out_s, scratch, out=out_s)
-        np.multiply(cos_jc, cos_k0[m, :n_cos], out=out_c)
-        np.multiply(sin_jc, sin_k0[m, :n_cos], out=scratch_c)
-        np.subtract(out_c, scratch_c, out=out_c)
+    sin_k0, cos_k0 = _sin_cos_exact_angle(np.arange(n_blocks) * _BLOCK, omega, omega_lo)
+    # Several blocks per NumPy call when rows are narrow, one when they are wide,
+    # so that the scratch array stays in cache.
+    group = max(1, _GROUP_ELEMENTS // (_BLOCK * n_sin))
+    scratch = np.empty((group, _BLOCK, n_sin))
+    sin_jc, cos_jc = sin_j[None, :, :n_cos], cos_j[None, :, :n_cos]
+    sin_j, cos_j = sin_j[None], cos_j[None]
+    for first in range(0, n_blocks, group):
+        last = min(first + group, n_blocks)
+        rows = slice(first * _BLOCK, last * _BLOCK)
+        out_s = sin_cols[rows].reshape(last - first, _BLOCK, n_sin)
+        out_c = cos_cols[rows].reshape(last - first, _BLOCK, n_cos)
+        s0, c0 = sin_k0[first:last, None, :], cos_k0[first:last, None, :]
+        tmp, tmp_c = scratch[: last - first], scratch[: last - first, :, :n_cos]
+        np.multiply(cos_j, s0, out=out_s)
+        np.multiply(sin_j, c0, out=tmp)
+        np.add(out_s, tmp, out=out_s)
+        np.multiply(cos_jc, c0[..., :n_cos], out=out_c)
+        np.multiply(sin_jc, s0[..., :n_cos], out=tmp_c)
+        np.subtract(out_c, tmp_c, out=out_c)
     return table[:length]
 
 
