@@ -169,3 +169,12 @@ def test_figures_draw_what_the_package_computes():
     pe = sinusoidal(3, 4)
     fig = pooled_vectors(pe[:1], pe[1:2], ["x"])
     np.testing.assert_array_equal(fig.axes[1].lines[0].get_ydata(), pe[1])
+
+
+def test_figures_stay_out_of_pyplot(table):
+    # A notebook cell ending with the figure then shows it once, not twice.
+    before = plt.get_fignums()
+    property_grid(table)
+    pooled_vectors(np.zeros((1, 2)), np.ones((1, 2)), ["a"])
+    distance_by_offset({"a": np.ones(3)})
+    assert plt.get_fignums() == before

@@ -9,6 +9,10 @@
 
 Every function draws numbers computed elsewhere (:mod:`posenc.properties`,
 :mod:`posenc.attention`) and returns a :class:`matplotlib.figure.Figure`.
+Each figure is made through :mod:`matplotlib.pyplot` (so that Jupyter's
+inline backend knows how to display it) and at once removed from pyplot's
+list of open figures: a notebook cell that ends with the figure shows it
+exactly once, and no figure lingers in memory.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap
@@ -32,9 +37,16 @@ _MARKERS = ("o", "x", "s", "^", "D", "v", "P", "*")
 _LINESTYLES = ("-", "--", ":", "-.")
 
 
+def _new_figure(figsize: tuple[float, float]) -> Figure:
+    """A figure that pyplot does not track, so a notebook displays it only where returned."""
+    fig = plt.figure(figsize=figsize)
+    plt.close(fig)
+    return fig
+
+
 def _two_tone_map() -> ListedColormap:
     """The two ends of the sequential map: dark for "lacks", light for "has"."""
-    sequential = plt.get_cmap(CMAP_SEQUENTIAL)
+    sequential = matplotlib.colormaps[CMAP_SEQUENTIAL]
     return ListedColormap([sequential(0.0), sequential(1.0)], name="property_grid")
 
 
@@ -75,7 +87,8 @@ def property_grid(table: PropertyTable) -> Figure:
     passed = table.passed.astype(float)
     values = table.values
     n_schemes, n_props = passed.shape
-    fig, ax = plt.subplots(figsize=(1.45 * n_props + 2.2, 0.62 * n_schemes + 1.9))
+    fig = _new_figure((1.45 * n_props + 2.2, 0.62 * n_schemes + 1.9))
+    ax = fig.subplots()
     ax.imshow(passed, cmap=_two_tone_map(), vmin=0.0, vmax=1.0, aspect="auto")
     for r in range(n_schemes):
         for c in range(n_props):
@@ -158,7 +171,8 @@ def pooled_vectors(
         raise ValueError(f"without_code must have 1 to {len(QUALITATIVE)} rows, got {n}")
     if len(titles) != 2 or not all(isinstance(t, str) for t in titles):
         raise ValueError(f"titles must be two strings, got {titles!r}")
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    fig = _new_figure((10, 3.6))
+    axes = fig.subplots(1, 2, sharey=True)
     columns = np.arange(d)
     for ax, data, title in zip(axes, (without_code, with_code), titles, strict=True):
         for s, sentence in enumerate(sentences):
@@ -224,7 +238,8 @@ def distance_by_offset(curves: Mapping[str, np.ndarray], *, log: bool = True) ->
                 f"curves[{name!r}] must be > 0 everywhere on a log scale (use log=False)"
             )
         checked[str(name)] = curve
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig = _new_figure((7, 4))
+    ax = fig.subplots()
     for s, (name, curve) in enumerate(checked.items()):
         ax.plot(
             np.arange(1, curve.size + 1),
