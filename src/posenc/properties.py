@@ -26,6 +26,7 @@ table of ticks.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -142,10 +143,28 @@ def _codes(scheme: Scheme, length: int, d_model: int) -> np.ndarray:
     return table
 
 
-def _check_sizes(length: Any, d_model: Any, minimum_length: int) -> tuple[int, int]:
+def _check_args(
+    scheme: Any, length: Any, d_model: Any, minimum_length: int
+) -> tuple[Scheme, int, int]:
+    scheme = _check_scheme(scheme)
     length = check_integer("length", length, minimum=minimum_length)
     d_model = check_integer("d_model", d_model, minimum=1)
-    return length, d_model
+    return scheme, length, d_model
+
+
+_COMPARISONS = {  # operator: (test, the operator that holds when the test fails)
+    "<=": (operator.le, ">"),
+    ">": (operator.gt, "<="),
+    ">=": (operator.ge, "<"),
+}
+
+
+def _compare(value: float, op: str, limit: float, template: str) -> Check:
+    """The :class:`Check` of ``value op limit``, worded by ``template``."""
+    test, negation = _COMPARISONS[op]
+    passed = bool(test(value, limit))
+    text = template.format(value=_fmt(value), sign=op if passed else negation, limit=_fmt(limit))
+    return Check(passed, value, text)
 
 
 def _pairwise_distances(table: np.ndarray) -> np.ndarray:
@@ -260,12 +279,10 @@ def check_bounded(scheme: Scheme, length: int, d_model: int, *, bound: float = 1
     >>> check_bounded(index_encoding, 8, 4)
     Check(passed=False, value=7.0, detail='max |value| = 7 > bound 1')
     """
-    scheme = _check_scheme(scheme)
-    length, d_model = _check_sizes(length, d_model, 1)
+    scheme, length, d_model = _check_args(scheme, length, d_model, 1)
     bound = check_real("bound", bound, positive=True)
     top = float(np.abs(_codes(scheme, length, d_model)).max())
-    sign = "<=" if top <= bound else ">"
-    return Check(top <= bound, top, f"max |value| = {_fmt(top)} {sign} bound {_fmt(bound)}")
+    return _compare(top, "<=", bound, "max |value| = {value} {sign} bound {limit}")
 
 
 def check_distinct(scheme: Scheme, length: int, d_model: int, *, tol: float = 1e-9) -> Check:
@@ -276,15 +293,11 @@ def check_distinct(scheme: Scheme, length: int, d_model: int, *, tol: float = 1e
     >>> check_distinct(lambda length, d: np.zeros((length, d)), 4, 2).passed
     False
     """
-    scheme = _check_scheme(scheme)
-    length, d_model = _check_sizes(length, d_model, 2)
+    scheme, length, d_model = _check_args(scheme, length, d_model, 2)
     tol = check_real("tol", tol, minimum=0.0)
     dist = _pairwise_distances(_codes(scheme, length, d_model))
     closest = float(dist[~np.eye(length, dtype=bool)].min())
-    sign = ">" if closest > tol else "<="
-    return Check(
-        closest > tol, closest, f"closest two codes {_fmt(closest)} apart ({sign} {tol:g})"
-    )
+    return _compare(closest, ">", tol, "closest two codes {value} apart ({sign} {limit})")
 
 
 def check_proximity(
@@ -301,12 +314,10 @@ def check_proximity(
     >>> check_proximity(index_encoding, 8, 2)
     Check(passed=True, value=1.0, detail='agreement 1 >= 0.75')
     """
-    scheme = _check_scheme(scheme)
-    length, d_model = _check_sizes(length, d_model, 3)
+    scheme, length, d_model = _check_args(scheme, length, d_model, 3)
     min_agreement = check_real("min_agreement", min_agreement, minimum=0.0, maximum=1.0)
     score = distance_agreement(_codes(scheme, length, d_model))
-    sign = ">=" if score >= min_agreement else "<"
-    return Check(score >= min_agreement, score, f"agreement {score:.4g} {sign} {min_agreement:g}")
+    return _compare(score, ">=", min_agreement, "agreement {value} {sign} {limit}")
 
 
 def check_length_invariant(
@@ -323,8 +334,7 @@ def check_length_invariant(
     >>> check_length_invariant(index_over_length_encoding, 4, 1)
     Check(passed=False, value=0.25, detail='a code changes by up to 0.25 with the length')
     """
-    scheme = _check_scheme(scheme)
-    length, d_model = _check_sizes(length, d_model, 2)
+    scheme, length, d_model = _check_args(scheme, length, d_model, 2)
     tol = check_real("tol", tol, minimum=0.0)
     full = _codes(scheme, length, d_model)
     change = max(
@@ -342,8 +352,7 @@ def check_deterministic(scheme: Scheme, length: int, d_model: int) -> Check:
     >>> check_deterministic(lambda length, d: rng.normal(size=(length, d)), 4, 2).passed
     False
     """
-    scheme = _check_scheme(scheme)
-    length, d_model = _check_sizes(length, d_model, 1)
+    scheme, length, d_model = _check_args(scheme, length, d_model, 1)
     first = _codes(scheme, length, d_model)
     second = _codes(scheme, length, d_model)
     change = float(np.abs(first - second).max())
@@ -372,8 +381,7 @@ def check_extrapolates(
     >>> check_extrapolates(one_hot_encoding, 4, 4).passed
     False
     """
-    scheme = _check_scheme(scheme)
-    length, d_model = _check_sizes(length, d_model, 1)
+    scheme, length, d_model = _check_args(scheme, length, d_model, 1)
     if extended_length is None:
         extended_length = 4 * length
     extended_length = check_integer("extended_length", extended_length, minimum=length + 1)
@@ -383,11 +391,11 @@ def check_extrapolates(
     except Exception as exc:  # any failure means: no code for those positions
         return Check(False, math.nan, f"no codes at length {extended_length}: {exc}")
     top = float(np.abs(table).max())
-    sign = "<=" if top <= bound else ">"
-    return Check(
-        top <= bound,
+    return _compare(
         top,
-        f"max |value| = {_fmt(top)} {sign} bound {_fmt(bound)} at length {extended_length}",
+        "<=",
+        bound,
+        f"max |value| = {{value}} {{sign}} bound {{limit}} at length {extended_length}",
     )
 
 
@@ -428,8 +436,7 @@ def check_properties(
     >>> all(check.passed for check in checks.values())
     True
     """
-    scheme = _check_scheme(scheme)
-    length, d_model = _check_sizes(length, d_model, 3)
+    scheme, length, d_model = _check_args(scheme, length, d_model, 3)
     return {
         "bounded": check_bounded(scheme, length, d_model, bound=bound),
         "distinct": check_distinct(scheme, length, d_model),
