@@ -7,6 +7,8 @@ Submodules are named by what they hold:
   relative-position rotation, and the naive schemes of chapter 1;
 * :mod:`posenc.attention`: single-head self-attention and a stable softmax;
 * :mod:`posenc.similarity`: dot-product and cosine matrices between codes;
+* :mod:`posenc.properties`: the properties a position code needs, each
+  checked by a measurement (chapter 1);
 * :mod:`posenc.validation`: the argument checks every public function uses.
 """
 

@@ -8,6 +8,8 @@ is re-exported here, so ``from posenc import plots; plots.heatmap(...)``
 works for any of them.
 """
 
+from .motivation import *  # noqa: F403
 from .style import CMAP_DIVERGING, CMAP_SEQUENTIAL, QUALITATIVE, symmetric_limits
 
 __all__ = ["CMAP_DIVERGING", "CMAP_SEQUENTIAL", "QUALITATIVE", "symmetric_limits"]
+__all__ += ["distance_by_offset", "pooled_vectors", "property_grid"]  # noqa: F405
