@@ -8,6 +8,23 @@ is re-exported here, so ``from posenc import plots; plots.heatmap(...)``
 works for any of them.
 """
 
+from .implementation import (
+    plot_float_precision,
+    plot_layouts,
+    plot_learned_vs_fixed,
+    plot_signal_ratio,
+    plot_spacings,
+)
 from .style import CMAP_DIVERGING, CMAP_SEQUENTIAL, QUALITATIVE, symmetric_limits
 
-__all__ = ["CMAP_DIVERGING", "CMAP_SEQUENTIAL", "QUALITATIVE", "symmetric_limits"]
+__all__ = [
+    "CMAP_DIVERGING",
+    "CMAP_SEQUENTIAL",
+    "QUALITATIVE",
+    "plot_float_precision",
+    "plot_layouts",
+    "plot_learned_vs_fixed",
+    "plot_signal_ratio",
+    "plot_spacings",
+    "symmetric_limits",
+]
