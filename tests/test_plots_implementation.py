@@ -34,6 +34,20 @@ def assert_labelled(fig):
     assert any(ax.get_ylabel() for ax in data_axes)
 
 
+def test_figures_are_closed_in_pyplot_so_a_notebook_shows_them_once():
+    plt.close("all")
+    figures = [
+        plot_layouts(np.zeros((3, 2)), np.zeros((3, 2))),
+        plot_spacings([0.0], [0.0, 0.0]),
+        plot_float_precision([1.0], {"a": [1.0]}),
+        plot_signal_ratio([1.0], {"a": [1.0]}),
+        plot_learned_vs_fixed(np.zeros((3, 2)), np.zeros((3, 2)), 1),
+    ]
+    assert plt.get_fignums() == []
+    for fig in figures:
+        fig.canvas.draw()  # a closed figure still renders
+
+
 def test_functions_are_reexported_from_the_package():
     for name in (
         "plot_float_precision",
@@ -60,15 +74,15 @@ def test_layouts_draws_both_tables_on_one_zero_centred_scale():
     assert fig.axes[1].lines[0].get_xdata()[0] == pytest.approx(3.5)
 
 
-def test_spacings_draws_the_frequencies_and_the_differences():
-    paper, endpoint = np.array([1.0, 0.1, 0.01]), np.array([1.0, 0.05, 0.001])
+def test_spacings_draws_the_frequency_drift_and_the_differences():
+    drift = np.array([0.0, 0.002, 0.001])
     diff = np.array([0.0, 0.5, 1.0, 0.0, 0.5, 0.25])
-    fig = plot_spacings(paper, endpoint, diff)
+    fig = plot_spacings(drift, diff)
     assert_labelled(fig)
     left, right = fig.axes
-    np.testing.assert_array_equal(left.lines[0].get_ydata(), paper)
-    np.testing.assert_array_equal(left.lines[1].get_ydata(), endpoint)
+    np.testing.assert_array_equal(left.lines[0].get_ydata(), drift)
     np.testing.assert_array_equal(right.lines[0].get_ydata(), diff)
+    assert right.lines[1].get_xdata()[0] == pytest.approx(2.5)
     assert "radians per position" in left.get_ylabel()
 
 
@@ -108,10 +122,10 @@ def test_learned_vs_fixed_marks_the_trained_rows():
     [
         (lambda: plot_layouts(np.zeros((3, 4)), np.zeros((3, 5))), ValueError, "split must have"),
         (lambda: plot_layouts(np.zeros(4), np.zeros(4)), ValueError, "interleaved must have 2"),
-        (lambda: plot_spacings([1, 0.1], [1], [0, 0, 0, 0]), ValueError, "omega_endpoint must"),
-        (lambda: plot_spacings([1, 0.1], [1, 0.1], [0, 0]), ValueError, "column_difference must"),
-        (lambda: plot_spacings([1, 0], [1, 0.1], [0] * 4), ValueError, "must be > 0"),
-        (lambda: plot_spacings([1, 0.1], [1, 0.1], [0, -1, 0, 0]), ValueError, "must be >= 0"),
+        (lambda: plot_spacings([[0.1]], [0, 0]), ValueError, "frequency_difference must have 1"),
+        (lambda: plot_spacings([0, 0.1], [0, 0]), ValueError, "column_difference must have shape"),
+        (lambda: plot_spacings([0, 0.1], [0, -1, 0, 0]), ValueError, "must be >= 0"),
+        (lambda: plot_spacings([0, np.nan], [0] * 4), ValueError, "only finite numbers"),
         (lambda: plot_float_precision([1, 2], {"a": [1e-3]}), ValueError, "series 'a' must have"),
         (lambda: plot_float_precision([1, 2], {"a": [0, 1e-3]}), ValueError, "must be > 0"),
         (lambda: plot_float_precision([0, 2], {"a": [1, 1]}), ValueError, "positions must be > 0"),

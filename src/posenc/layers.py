@@ -71,8 +71,33 @@ class _AdditivePositions:
         self._check_length(length)
         return self.table[:length].copy()
 
-    def _add(self, x: np.ndarray) -> np.ndarray:
-        return x + self.table[None, : x.shape[1]]
+    def _embed(self, x: np.ndarray) -> np.ndarray:
+        """The token signal that the table is added to (``x`` itself unless overridden)."""
+        return x
+
+    def __call__(self, x: Any) -> np.ndarray:
+        """Add the code of positions ``0 .. length - 1`` to the embeddings ``x``.
+
+        Parameters
+        ----------
+        x : array_like
+            Token embeddings, shape ``(batch, length, d_model)``, finite.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(batch, length, d_model)``, float64: ``x + table[:length]``
+            for every sequence of the batch (with ``x`` scaled first where
+            the layer says so).
+
+        Raises
+        ------
+        ValueError
+            If ``x`` does not have shape ``(batch, length, d_model)`` or
+            ``length > max_length``.
+        """
+        x = self._check_input(x)
+        return self._embed(x) + self.table[None, : x.shape[1]]
 
 
 class SinusoidalPositionalEncoding(_AdditivePositions):
@@ -145,29 +170,8 @@ class SinusoidalPositionalEncoding(_AdditivePositions):
         self.table = sinusoidal(self.max_length, self.d_model, self.base, layout=self.layout)
         self.table.flags.writeable = False
 
-    def __call__(self, x: Any) -> np.ndarray:
-        """Add the code of positions ``0 .. length - 1`` to ``x``.
-
-        Parameters
-        ----------
-        x : array_like
-            Token embeddings, shape ``(batch, length, d_model)``, finite.
-
-        Returns
-        -------
-        numpy.ndarray
-            Shape ``(batch, length, d_model)``, float64.
-
-        Raises
-        ------
-        ValueError
-            If ``x`` does not have shape ``(batch, length, d_model)`` or
-            ``length > max_length``.
-        """
-        x = self._check_input(x)
-        if self.scale_embeddings:
-            x = math.sqrt(self.d_model) * x
-        return self._add(x)
+    def _embed(self, x: np.ndarray) -> np.ndarray:
+        return math.sqrt(self.d_model) * x if self.scale_embeddings else x
 
     def resized(self, max_length: int) -> SinusoidalPositionalEncoding:
         """A layer with the same settings and a table of ``max_length`` rows.
@@ -258,27 +262,6 @@ class LearnedPositionalEmbedding(_AdditivePositions):
             rng = check_integer("rng", rng, minimum=0)
         generator = np.random.default_rng(rng)
         self.table = generator.normal(0.0, self.std, size=(self.max_length, self.d_model))
-
-    def __call__(self, x: Any) -> np.ndarray:
-        """Add the learned code of positions ``0 .. length - 1`` to ``x``.
-
-        Parameters
-        ----------
-        x : array_like
-            Token embeddings, shape ``(batch, length, d_model)``, finite.
-
-        Returns
-        -------
-        numpy.ndarray
-            Shape ``(batch, length, d_model)``, float64.
-
-        Raises
-        ------
-        ValueError
-            If ``x`` does not have shape ``(batch, length, d_model)`` or
-            ``length > max_length``.
-        """
-        return self._add(self._check_input(x))
 
     def gradient(self, upstream: Any) -> np.ndarray:
         """Gradient of a loss with respect to :attr:`table`.

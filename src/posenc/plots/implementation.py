@@ -2,7 +2,8 @@
 
 Each function draws numbers computed elsewhere (by :mod:`posenc.variants`,
 :mod:`posenc.layers` or the notebook) and returns a
-:class:`matplotlib.figure.Figure`; none of them computes anything beyond
+:class:`matplotlib.figure.Figure`, already closed in pyplot so that a notebook
+cell ending with it displays it once; none of them computes anything beyond
 what it draws.
 """
 
@@ -29,6 +30,16 @@ __all__ = [
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
+def _detached(fig: Figure) -> Figure:
+    """Close ``fig`` in pyplot, so that a notebook cell ending with it shows it once.
+
+    pyplot's inline backend would otherwise draw every open figure at the end
+    of the cell, in addition to the figure the cell returns.
+    """
+    plt.close(fig)
+    return fig
+
+
 def _check_series(
     x_name: str, x: Any, series: Mapping[str, Any], *, positive: bool
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -49,6 +60,21 @@ def _check_series(
     if positive and np.any(x <= 0):
         raise ValueError(f"{x_name} must be > 0 everywhere for a logarithmic axis")
     return x, checked
+
+
+def _loglog_series(
+    x_name: str, x: Any, series: Mapping[str, Any], *, xlabel: str, ylabel: str, title: str
+) -> tuple[Figure, Any]:
+    """A log-log figure with one Okabe-Ito line per labelled series, legend and grid."""
+    x, series = _check_series(x_name, x, series, positive=True)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), layout="constrained")
+    for (label, values), color, marker in zip(series.items(), QUALITATIVE, _MARKERS, strict=False):
+        ax.loglog(x, values, color=color, marker=marker, markersize=5, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    return fig, ax
 
 
 def _heatmap(fig: Figure, ax: Any, table: np.ndarray, title: str, limits: tuple[float, float]):
@@ -95,60 +121,52 @@ def plot_layouts(interleaved: Any, split: Any) -> Figure:
     axes[1].set_ylabel("")
     fig.colorbar(image, ax=axes, label="code value (dimensionless)")
     fig.suptitle("Two layouts of the same numbers: a permutation of the columns")
-    return fig
+    return _detached(fig)
 
 
-def plot_spacings(omega_paper: Any, omega_endpoint: Any, column_difference: Any) -> Figure:
-    """Compare the paper's frequency spacing with the endpoint spacing.
+def plot_spacings(frequency_difference: Any, column_difference: Any) -> Figure:
+    r"""Why the paper's spacing and the endpoint spacing give different tables.
 
     Parameters
     ----------
-    omega_paper, omega_endpoint : array_like
-        Frequencies per pair ``i``, shape ``(h,)`` each, ``> 0``.
+    frequency_difference : array_like
+        :math:`\omega_i - \omega'_i`, paper minus endpoint frequency for each
+        pair ``i``, shape ``(h,)``, in radians per position. At position
+        ``k`` the angles of pair ``i`` have drifted apart by ``k`` times this.
     column_difference : array_like
-        Largest absolute difference between the two tables in each column,
-        shape ``(2h,)``, ``>= 0``.
+        Largest absolute difference between the two tables in each column of
+        the split layout, shape ``(2h,)``, ``>= 0``.
 
     Returns
     -------
     matplotlib.figure.Figure
-        Left: the frequencies against the pair index (log scale). Right: the
-        largest difference per column.
+        Left: the frequency difference against the pair index. Right: the
+        largest difference per column, with the start of the cosine half
+        marked.
 
     Examples
     --------
-    >>> fig = plot_spacings([1.0, 0.1], [1.0, 0.01], [0.0, 0.0, 0.5, 0.4])
-    >>> fig.axes[0].get_yscale()
-    'log'
+    >>> fig = plot_spacings([0.0, 0.09], [0.0, 0.5, 0.0, 0.4])
+    >>> [ax.get_xlabel() for ax in fig.axes]
+    ['pair index i', 'column j (index)']
     """
-    omega_paper = check_array("omega_paper", omega_paper, ndim=1)
-    omega_endpoint = check_array("omega_endpoint", omega_endpoint, shape=omega_paper.shape)
+    frequency_difference = check_array("frequency_difference", frequency_difference, ndim=1)
     column_difference = check_array(
-        "column_difference", column_difference, shape=(2 * omega_paper.size,)
+        "column_difference", column_difference, shape=(2 * frequency_difference.size,)
     )
-    if np.any(omega_paper <= 0) or np.any(omega_endpoint <= 0):
-        raise ValueError("frequencies must be > 0 for a logarithmic axis")
     if np.any(column_difference < 0):
         raise ValueError("column_difference must be >= 0 (largest absolute differences)")
-    pairs = np.arange(omega_paper.size)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
-    left.semilogy(pairs, omega_paper, color=QUALITATIVE[0], label=r"paper: $n^{-2i/d}$")
-    left.semilogy(
-        pairs,
-        omega_endpoint,
-        color=QUALITATIVE[1],
-        linestyle="--",
-        label=r"endpoint: $n^{-i/(d/2-1)}$",
-    )
+    left.plot(np.arange(frequency_difference.size), frequency_difference, color=QUALITATIVE[0])
     left.set_xlabel("pair index i")
-    left.set_ylabel(r"frequency $\omega_i$ (radians per position)")
-    left.set_title("Frequencies of the two spacings")
-    left.legend()
+    left.set_ylabel(r"$\omega_i - \omega'_i$ (radians per position)")
+    left.set_title("How fast the angles of each pair drift apart")
     right.plot(np.arange(column_difference.size), column_difference, color=QUALITATIVE[2])
+    right.axvline(frequency_difference.size - 0.5, color="grey", linewidth=1, linestyle=":")
     right.set_xlabel("column j (index)")
     right.set_ylabel("largest |difference| (code units)")
-    right.set_title("Where the two tables differ")
-    return fig
+    right.set_title("Where the two tables differ (sines | cosines)")
+    return _detached(fig)
 
 
 def plot_float_precision(positions: Any, errors: Mapping[str, Any]) -> Figure:
@@ -172,16 +190,16 @@ def plot_float_precision(positions: Any, errors: Mapping[str, Any]) -> Figure:
     >>> fig.axes[0].get_xscale(), fig.axes[0].get_yscale()
     ('log', 'log')
     """
-    positions, errors = _check_series("positions", positions, errors, positive=True)
-    fig, ax = plt.subplots(figsize=(7.5, 4.5), layout="constrained")
-    for (label, values), color, marker in zip(errors.items(), QUALITATIVE, _MARKERS, strict=False):
-        ax.loglog(positions, values, color=color, marker=marker, markersize=4, label=label)
-    ax.set_xlabel("position k (tokens)")
-    ax.set_ylabel("largest absolute error over the columns (code units)")
-    ax.set_title("Error of the code against the exact value, by position")
+    fig, ax = _loglog_series(
+        "positions",
+        positions,
+        errors,
+        xlabel="position k (tokens)",
+        ylabel="largest absolute error over the columns (code units)",
+        title="Error of the code against the exact value, by position",
+    )
     ax.legend()
-    ax.grid(True, which="major", alpha=0.3)
-    return fig
+    return _detached(fig)
 
 
 def plot_signal_ratio(d_values: Any, ratios: Mapping[str, Any]) -> Figure:
@@ -205,18 +223,18 @@ def plot_signal_ratio(d_values: Any, ratios: Mapping[str, Any]) -> Figure:
     >>> fig.axes[0].get_xlabel()
     'width d (columns)'
     """
-    d_values, ratios = _check_series("d_values", d_values, ratios, positive=True)
-    fig, ax = plt.subplots(figsize=(7.5, 4.5), layout="constrained")
-    for (label, values), color, marker in zip(ratios.items(), QUALITATIVE, _MARKERS, strict=False):
-        ax.loglog(d_values, values, color=color, marker=marker, label=label)
+    fig, ax = _loglog_series(
+        "d_values",
+        d_values,
+        ratios,
+        xlabel="width d (columns)",
+        ylabel=r"$\|x\| \,/\, \|\mathrm{PE}_k\|$ (ratio of norms)",
+        title="Token signal relative to position signal",
+    )
     ax.axhline(1.0, color="grey", linewidth=1, linestyle=":", label="equal sizes")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("width d (columns)")
-    ax.set_ylabel(r"$\|x\| \,/\, \|\mathrm{PE}_k\|$ (ratio of norms)")
-    ax.set_title("Token signal relative to position signal")
-    ax.legend()
-    ax.grid(True, which="major", alpha=0.3)
-    return fig
+    ax.legend(loc="best")
+    return _detached(fig)
 
 
 def plot_learned_vs_fixed(learned: Any, fixed: Any, trained_length: int) -> Figure:
@@ -254,4 +272,4 @@ def plot_learned_vs_fixed(learned: Any, fixed: Any, trained_length: int) -> Figu
         ax.axhline(trained_length - 0.5, color="black", linewidth=1.5, linestyle="--")
     fig.colorbar(image, ax=axes, label="code value (dimensionless)")
     fig.suptitle(f"Rows below the dashed line (positions >= {trained_length}) were never trained")
-    return fig
+    return _detached(fig)
