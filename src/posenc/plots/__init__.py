@@ -8,8 +8,27 @@ is re-exported here, so ``from posenc import plots; plots.heatmap(...)``
 works for any of them.
 """
 
-from .motivation import *  # noqa: F403
+from .implementation import (
+    plot_float_precision,
+    plot_layouts,
+    plot_learned_vs_fixed,
+    plot_signal_ratio,
+    plot_spacings,
+)
+from .motivation import distance_by_offset, pooled_vectors, property_grid
 from .style import CMAP_DIVERGING, CMAP_SEQUENTIAL, QUALITATIVE, symmetric_limits
 
-__all__ = ["CMAP_DIVERGING", "CMAP_SEQUENTIAL", "QUALITATIVE", "symmetric_limits"]
-__all__ += ["distance_by_offset", "pooled_vectors", "property_grid"]  # noqa: F405
+__all__ = [
+    "CMAP_DIVERGING",
+    "CMAP_SEQUENTIAL",
+    "QUALITATIVE",
+    "distance_by_offset",
+    "plot_float_precision",
+    "plot_layouts",
+    "plot_learned_vs_fixed",
+    "plot_signal_ratio",
+    "plot_spacings",
+    "pooled_vectors",
+    "property_grid",
+    "symmetric_limits",
+]
