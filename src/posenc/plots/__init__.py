@@ -16,12 +16,13 @@ from .implementation import (
     plot_spacings,
 )
 from .motivation import distance_by_offset, pooled_vectors, property_grid
-from .style import CMAP_DIVERGING, CMAP_SEQUENTIAL, QUALITATIVE, symmetric_limits
+from .style import CMAP_DIVERGING, CMAP_SEQUENTIAL, QUALITATIVE, detached, symmetric_limits
 
 __all__ = [
     "CMAP_DIVERGING",
     "CMAP_SEQUENTIAL",
     "QUALITATIVE",
+    "detached",
     "distance_by_offset",
     "plot_float_precision",
     "plot_layouts",

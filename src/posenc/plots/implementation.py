@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..validation import check_array, check_integer
-from .style import CMAP_DIVERGING, QUALITATIVE, symmetric_limits
+from .style import CMAP_DIVERGING, QUALITATIVE, detached, symmetric_limits
 
 __all__ = [
     "plot_float_precision",
@@ -28,16 +28,6 @@ __all__ = [
 ]
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-
-
-def _detached(fig: Figure) -> Figure:
-    """Close ``fig`` in pyplot, so that a notebook cell ending with it shows it once.
-
-    pyplot's inline backend would otherwise draw every open figure at the end
-    of the cell, in addition to the figure the cell returns.
-    """
-    plt.close(fig)
-    return fig
 
 
 def _check_series(
@@ -121,7 +111,7 @@ def plot_layouts(interleaved: Any, split: Any) -> Figure:
     axes[1].set_ylabel("")
     fig.colorbar(image, ax=axes, label="code value (dimensionless)")
     fig.suptitle("Two layouts of the same numbers: a permutation of the columns")
-    return _detached(fig)
+    return detached(fig)
 
 
 def plot_spacings(frequency_difference: Any, column_difference: Any) -> Figure:
@@ -166,7 +156,7 @@ def plot_spacings(frequency_difference: Any, column_difference: Any) -> Figure:
     right.set_xlabel("column j (index)")
     right.set_ylabel("largest |difference| (code units)")
     right.set_title("Where the two tables differ (sines | cosines)")
-    return _detached(fig)
+    return detached(fig)
 
 
 def plot_float_precision(positions: Any, errors: Mapping[str, Any]) -> Figure:
@@ -199,7 +189,7 @@ def plot_float_precision(positions: Any, errors: Mapping[str, Any]) -> Figure:
         title="Error of the code against the exact value, by position",
     )
     ax.legend()
-    return _detached(fig)
+    return detached(fig)
 
 
 def plot_signal_ratio(d_values: Any, ratios: Mapping[str, Any]) -> Figure:
@@ -234,7 +224,7 @@ def plot_signal_ratio(d_values: Any, ratios: Mapping[str, Any]) -> Figure:
     ax.axhline(1.0, color="grey", linewidth=1, linestyle=":", label="equal sizes")
     ax.set_xscale("log", base=2)
     ax.legend(loc="best")
-    return _detached(fig)
+    return detached(fig)
 
 
 def plot_learned_vs_fixed(learned: Any, fixed: Any, trained_length: int) -> Figure:
@@ -272,4 +262,4 @@ def plot_learned_vs_fixed(learned: Any, fixed: Any, trained_length: int) -> Figu
         ax.axhline(trained_length - 0.5, color="black", linewidth=1.5, linestyle="--")
     fig.colorbar(image, ax=axes, label="code value (dimensionless)")
     fig.suptitle(f"Rows below the dashed line (positions >= {trained_length}) were never trained")
-    return _detached(fig)
+    return detached(fig)

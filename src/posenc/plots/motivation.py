@@ -29,7 +29,7 @@ from matplotlib.patches import Patch
 
 from ..properties import PROPERTY_LABELS, PropertyTable
 from ..validation import check_array
-from .style import CMAP_SEQUENTIAL, QUALITATIVE
+from .style import CMAP_SEQUENTIAL, QUALITATIVE, detached
 
 __all__ = ["distance_by_offset", "pooled_vectors", "property_grid"]
 
@@ -39,9 +39,7 @@ _LINESTYLES = ("-", "--", ":", "-.")
 
 def _new_figure(figsize: tuple[float, float]) -> Figure:
     """A figure that pyplot does not track, so a notebook displays it only where returned."""
-    fig = plt.figure(figsize=figsize)
-    plt.close(fig)
-    return fig
+    return detached(plt.figure(figsize=figsize))
 
 
 def _two_tone_map() -> ListedColormap:

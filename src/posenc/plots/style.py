@@ -7,13 +7,17 @@
   values, always centred on zero with :func:`symmetric_limits`.
 * :data:`QUALITATIVE`: the Okabe-Ito palette for lines and markers that must
   be told apart by colour.
+
+:func:`detached` is how every plotting function returns its figure.
 """
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
-__all__ = ["CMAP_DIVERGING", "CMAP_SEQUENTIAL", "QUALITATIVE", "symmetric_limits"]
+__all__ = ["CMAP_DIVERGING", "CMAP_SEQUENTIAL", "QUALITATIVE", "detached", "symmetric_limits"]
 
 CMAP_SEQUENTIAL = "viridis"
 CMAP_DIVERGING = "RdBu_r"
@@ -41,3 +45,15 @@ def symmetric_limits(values: np.ndarray) -> tuple[float, float]:
     m = float(np.max(np.abs(values))) if values.size else 1.0
     m = m if m > 0 else 1.0
     return -m, m
+
+
+def detached(fig: Figure) -> Figure:
+    """Close ``fig`` in pyplot and return it, so a notebook cell ending with it shows it once.
+
+    Figures made through pyplot are drawn by Jupyter's inline backend at the
+    end of the cell *and* displayed as the cell's value; a closed figure is
+    only displayed as the value. Every plotting function returns its figure
+    through this.
+    """
+    plt.close(fig)
+    return fig
