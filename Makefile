@@ -39,11 +39,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest tests src/posenc --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval $(NOTEBOOKS)
 
+# Without timestamps in the cell metadata, a re-run that changes no output changes no file.
 notebooks: $(STAMP)
 	@for nb in $(NOTEBOOKS); do \
 		echo "executing $$nb"; \
 		$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-			--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 "$$nb"; \
+			--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 \
+			--ExecutePreprocessor.record_timing=False "$$nb"; \
 	done
 
 lab: $(STAMP)

@@ -64,7 +64,7 @@ def test_resized_layer_keeps_the_settings_and_the_shared_rows():
         True,
     )
     assert longer.table.shape == (5000, 12)
-    np.testing.assert_allclose(longer.table[:50], layer.table, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(longer.table[:50], layer.table)
     x = np.ones((1, 3000, 12))
     np.testing.assert_allclose(longer(x)[0, 2999], math.sqrt(12) + longer.table[2999])
 

@@ -27,6 +27,7 @@ import numpy as np
 from .validation import check_choice, check_integer, check_real
 
 __all__ = [
+    "BLOCK_ROWS",
     "LAYOUTS",
     "binary_encoding",
     "frequencies",
@@ -40,9 +41,12 @@ __all__ = [
 
 LAYOUTS = ("interleaved", "split")
 
-# Rows per block of the fast table, and the number of elements one NumPy call
-# aims at (small enough to stay in cache, large enough to amortise the call).
-_BLOCK = 32
+#: Rows per block of the fast table. Fixed, so that a position's code is the
+#: same bit for bit in tables of any length; a table of L rows evaluates sines
+#: and cosines directly for only ``BLOCK_ROWS + ceil(L / BLOCK_ROWS)`` rows.
+BLOCK_ROWS = 32
+# Elements one NumPy call aims at (small enough to stay in cache, large enough
+# to amortise the call).
 _GROUP_ELEMENTS = 16_384
 _SPLITTER = 134_217_729.0  # 2**27 + 1, Dekker's constant for float64
 
@@ -205,36 +209,36 @@ def sinusoidal(
     n_sin = omega.size
     n_cos = d_model // 2
 
-    # Row k = k0 + j with k0 a multiple of _BLOCK and 0 <= j < _BLOCK. The
+    # Row k = k0 + j with k0 a multiple of BLOCK_ROWS and 0 <= j < BLOCK_ROWS. The
     # block size does not depend on the length, so every row is computed by
     # the same operations whatever the length: a position's code is the same,
     # bit for bit, in a short table and in a long one.
-    n_blocks = max(1, -(-length // _BLOCK))
-    table = np.empty((n_blocks * _BLOCK if length > _BLOCK else length, d_model))
+    n_blocks = max(1, -(-length // BLOCK_ROWS))
+    table = np.empty((n_blocks * BLOCK_ROWS if length > BLOCK_ROWS else length, d_model))
     if layout == "interleaved":
         sin_cols, cos_cols = table[:, 0::2], table[:, 1::2]
     else:
         sin_cols, cos_cols = table[:, :n_sin], table[:, n_sin:]
 
-    sin_j, cos_j = _sin_cos_exact_angle(np.arange(min(length, _BLOCK)), omega, omega_lo)
-    if length <= _BLOCK:
+    sin_j, cos_j = _sin_cos_exact_angle(np.arange(min(length, BLOCK_ROWS)), omega, omega_lo)
+    if length <= BLOCK_ROWS:
         # The first block needs no multiply-add: sin(0) = 0 and cos(0) = 1 exactly.
         sin_cols[...] = sin_j
         cos_cols[...] = cos_j[:, :n_cos]
         return table
 
-    sin_k0, cos_k0 = _sin_cos_exact_angle(np.arange(n_blocks) * _BLOCK, omega, omega_lo)
+    sin_k0, cos_k0 = _sin_cos_exact_angle(np.arange(n_blocks) * BLOCK_ROWS, omega, omega_lo)
     # Several blocks per NumPy call when rows are narrow, one when they are wide,
     # so that the scratch array stays in cache.
-    group = max(1, _GROUP_ELEMENTS // (_BLOCK * n_sin))
-    scratch = np.empty((group, _BLOCK, n_sin))
+    group = max(1, _GROUP_ELEMENTS // (BLOCK_ROWS * n_sin))
+    scratch = np.empty((group, BLOCK_ROWS, n_sin))
     sin_jc, cos_jc = sin_j[None, :, :n_cos], cos_j[None, :, :n_cos]
     sin_j, cos_j = sin_j[None], cos_j[None]
     for first in range(0, n_blocks, group):
         last = min(first + group, n_blocks)
-        rows = slice(first * _BLOCK, last * _BLOCK)
-        out_s = sin_cols[rows].reshape(last - first, _BLOCK, n_sin)
-        out_c = cos_cols[rows].reshape(last - first, _BLOCK, n_cos)
+        rows = slice(first * BLOCK_ROWS, last * BLOCK_ROWS)
+        out_s = sin_cols[rows].reshape(last - first, BLOCK_ROWS, n_sin)
+        out_c = cos_cols[rows].reshape(last - first, BLOCK_ROWS, n_cos)
         s0, c0 = sin_k0[first:last, None, :], cos_k0[first:last, None, :]
         tmp, tmp_c = scratch[: last - first], scratch[: last - first, :, :n_cos]
         np.multiply(cos_j, s0, out=out_s)

@@ -176,8 +176,8 @@ class SinusoidalPositionalEncoding(_AdditivePositions):
     def resized(self, max_length: int) -> SinusoidalPositionalEncoding:
         """A layer with the same settings and a table of ``max_length`` rows.
 
-        The rows both tables share agree to within a few units in the last
-        place (the fast table's blocks depend on its length).
+        The rows both tables share are identical, bit for bit: the code of a
+        position does not depend on the length of the table.
 
         Examples
         --------
