@@ -36,6 +36,16 @@ def test_exported_from_plots_package():
         assert name in plots.__all__
 
 
+def test_figures_are_detached_from_pyplot():
+    # Closed in pyplot, so a notebook does not show them a second time.
+    for fig in (
+        plots.frequency_wavelength_figure(8, 100.0),
+        plots.separation_figure({"d = 2": separation_profile(20, 2)}),
+    ):
+        assert isinstance(fig, Figure)
+    assert plt.get_fignums() == []
+
+
 def test_frequency_wavelength_figure_data_and_reference_lines():
     d, n = 16, 100.0
     fig = plots.frequency_wavelength_figure(d, n)

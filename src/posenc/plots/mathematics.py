@@ -1,6 +1,8 @@
 """Figures of chapter 2, the mathematics of the sinusoidal code.
 
-Each function returns a :class:`matplotlib.figure.Figure`. The numbers come
+Each function returns a :class:`matplotlib.figure.Figure`, already closed in
+pyplot so that a notebook shows it exactly once, as the value of the cell
+(outside a notebook, save it with ``fig.savefig``). The numbers come
 from :mod:`posenc` (:mod:`posenc.encodings`, :mod:`posenc.analysis`,
 :mod:`posenc.similarity`) or are passed in already computed; the functions
 here only draw them.
@@ -34,6 +36,16 @@ __all__ = [
     "separation_figure",
     "shift_fit_figure",
 ]
+
+
+def _detached(fig: Figure) -> Figure:
+    """Close ``fig`` in pyplot and return it.
+
+    A notebook then shows the figure once, as the value of the cell; left
+    open, pyplot's inline backend would show it a second time.
+    """
+    plt.close(fig)
+    return fig
 
 
 def _log_spaced(length: int, count: int = 400) -> np.ndarray:
@@ -85,19 +97,27 @@ def frequency_wavelength_figure(d_model: int = 512, base: float = 10_000.0) -> F
         title="Frequencies: fast columns first",
     )
     right.semilogy(columns, lam, ".", color=QUALITATIVE[0], markersize=4, label="λ of column j")
-    right.axhline(2 * np.pi, color=QUALITATIVE[2], linestyle=":", label="2π (shortest)")
-    right.axhline(lam[-1], color=QUALITATIVE[1], linestyle="-.", label="longest, 2π n^((d−2)/d)")
+    right.axhline(2 * np.pi, color=QUALITATIVE[2], linestyle=":", label="shortest, 2π = 6.28")
     right.axhline(
-        2 * np.pi * base, color=QUALITATIVE[5], linestyle="--", label="2π n (not reached)"
+        lam[-1],
+        color=QUALITATIVE[1],
+        linestyle="-.",
+        label=f"longest, 2π n^((d−2)/d) = {lam[-1]:,.0f}",
+    )
+    right.axhline(
+        2 * np.pi * base,
+        color=QUALITATIVE[5],
+        linestyle="--",
+        label=f"2π n = {2 * np.pi * base:,.0f} (never reached)",
     )
     right.set(
         xlabel="column j",
         ylabel="wavelength λ (positions)",
         title="Wavelengths: a geometric progression",
     )
-    right.legend(loc="upper left", fontsize="small")
+    right.legend(loc="lower right", fontsize="small")
     fig.suptitle(f"Sinusoidal code, d = {d_model}, n = {base:g}")
-    return fig
+    return _detached(fig)
 
 
 def binary_sinusoidal_figure(
@@ -154,7 +174,7 @@ def binary_sinusoidal_figure(
         xticks=range(d_model),
     )
     fig.suptitle("Both change fast in the first columns and slowly in the last")
-    return fig
+    return _detached(fig)
 
 
 def shift_fit_figure(
@@ -205,7 +225,7 @@ def shift_fit_figure(
         title=f"Best fixed matrix for PE(k) → PE(k + φ), d = {d_model}, n = {base:g}",
     )
     ax.legend(fontsize="small")
-    return fig
+    return _detached(fig)
 
 
 def dot_product_offset_figure(
@@ -269,7 +289,7 @@ def dot_product_offset_figure(
     )
     right.legend(fontsize="small")
     fig.suptitle(f"Dot products of the codes, d = {d_model}, n = {base:g}")
-    return fig
+    return _detached(fig)
 
 
 def cosine_distance_offset_figure(
@@ -334,7 +354,7 @@ def cosine_distance_offset_figure(
     for ax in (left, right):
         ax.legend(fontsize="small", loc="upper left")
     fig.suptitle("Cosine distance between PE(k) and PE(k + φ)")
-    return fig
+    return _detached(fig)
 
 
 def separation_figure(profiles: Mapping[str, np.ndarray]) -> Figure:
@@ -368,7 +388,7 @@ def separation_figure(profiles: Mapping[str, np.ndarray]) -> Figure:
         title="How close two different positions' codes come",
     )
     ax.legend(fontsize="small", loc="lower left")
-    return fig
+    return _detached(fig)
 
 
 def decoding_figure(
@@ -436,5 +456,5 @@ def decoding_figure(
         ylabel="distance (no unit)",
         title=title,
     )
-    ax.legend(fontsize="small", loc="lower right")
-    return fig
+    ax.legend(fontsize="small", loc="center left")
+    return _detached(fig)
