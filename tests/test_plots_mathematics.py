@@ -134,6 +134,11 @@ def test_separation_figure_data():
     assert fig.axes[0].get_xscale() == "log" and labelled(fig.axes[0])
 
 
+def test_separation_figure_bad_profile():
+    with pytest.raises(ValueError, match=r"profiles\['x'\] must have 1 dimensions"):
+        plots.separation_figure({"x": np.ones((3, 3))})
+
+
 def test_decoding_figure_marks_failures():
     length = 100
     separation = separation_profile(length, 2)

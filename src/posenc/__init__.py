@@ -7,6 +7,9 @@ Submodules are named by what they hold:
   relative-position rotation, and the naive schemes of chapter 1;
 * :mod:`posenc.attention`: single-head self-attention and a stable softmax;
 * :mod:`posenc.similarity`: dot-product and cosine matrices between codes;
+* :mod:`posenc.analysis`: the code's closed forms as functions of the offset,
+  and decoding positions back from codes (chapter 2);
+* :mod:`posenc.tables`: small tables shown as HTML in the book and as text;
 * :mod:`posenc.validation`: the argument checks every public function uses.
 """
 

@@ -377,9 +377,12 @@ def separation_figure(profiles: Mapping[str, np.ndarray]) -> Figure:
     >>> len(separation_figure({"d = 2": separation_profile(100, 2)}).axes)
     1
     """
+    profiles = {
+        label: check_array(f"profiles[{label!r}]", profile, ndim=1, finite=False)
+        for label, profile in profiles.items()
+    }
     fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
     for (label, profile), colour in zip(profiles.items(), QUALITATIVE, strict=False):
-        profile = np.asarray(profile, dtype=float)
         index = _log_spaced(profile.size, 500)
         ax.loglog(index, profile[index], color=colour, label=label)
     ax.set(
