@@ -9,7 +9,7 @@ honestly:
   carry generated ids and styling; their plain-text twin is still compared;
 * ``image/png`` and ``image/svg+xml``: rendered figures, whose bytes depend on
   the font cache and library build (the data behind each figure is tested in
-  ``tests/test_plots.py`` instead);
+  ``tests/test_plots_*.py`` instead);
 * ``application/javascript`` and widget views: interactive state;
 * ``stderr``: progress bars and library warnings.
 """

@@ -277,3 +277,14 @@ def test_bad_input(call, error, pattern):
 
 def test_spacings_constant():
     assert SPACINGS == ("paper", "endpoint")
+
+
+def test_float32_table_rounds_each_angle_to_float32():
+    # Independent recomputation: the float32 angle, with sin and cos taken in float64.
+    length, d_model, base = 3000, 10, 10_000.0
+    table = sinusoidal_float32(np.arange(length), d_model, base)
+    assert table.dtype == np.float32 and table.shape == (length, d_model)
+    omega32 = (base ** (-2 * np.arange(5) / d_model)).astype(np.float32)
+    angle = (np.arange(length, dtype=np.float32)[:, None] * omega32).astype(np.float64)
+    np.testing.assert_allclose(table[:, 0::2], np.sin(angle), atol=2e-7)
+    np.testing.assert_allclose(table[:, 1::2], np.cos(angle), atol=2e-7)

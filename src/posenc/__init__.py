@@ -9,6 +9,9 @@ Submodules are named by what they hold:
 * :mod:`posenc.similarity`: dot-product and cosine matrices between codes;
 * :mod:`posenc.properties`: the properties a position code needs, each
   checked by a measurement (chapter 1);
+* :mod:`posenc.analysis`: the code's closed forms as functions of the offset,
+  and decoding positions back from codes (chapter 2);
+* :mod:`posenc.tables`: small tables shown as HTML in the book and as text;
 * :mod:`posenc.validation`: the argument checks every public function uses.
 """
 

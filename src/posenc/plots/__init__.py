@@ -15,6 +15,15 @@ from .implementation import (
     plot_signal_ratio,
     plot_spacings,
 )
+from .mathematics import (
+    binary_sinusoidal_figure,
+    cosine_distance_offset_figure,
+    decoding_figure,
+    dot_product_offset_figure,
+    frequency_wavelength_figure,
+    separation_figure,
+    shift_fit_figure,
+)
 from .motivation import distance_by_offset, pooled_vectors, property_grid
 from .style import CMAP_DIVERGING, CMAP_SEQUENTIAL, QUALITATIVE, detached, symmetric_limits
 
@@ -22,8 +31,13 @@ __all__ = [
     "CMAP_DIVERGING",
     "CMAP_SEQUENTIAL",
     "QUALITATIVE",
+    "binary_sinusoidal_figure",
+    "cosine_distance_offset_figure",
+    "decoding_figure",
     "detached",
     "distance_by_offset",
+    "dot_product_offset_figure",
+    "frequency_wavelength_figure",
     "plot_float_precision",
     "plot_layouts",
     "plot_learned_vs_fixed",
@@ -31,5 +45,7 @@ __all__ = [
     "plot_spacings",
     "pooled_vectors",
     "property_grid",
+    "separation_figure",
+    "shift_fit_figure",
     "symmetric_limits",
 ]
