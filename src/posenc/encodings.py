@@ -14,12 +14,14 @@ directly only for a short block of offsets ``j`` and for the block starts
     cos((k0 + j) w) = cos(k0 w) cos(j w) - sin(k0 w) sin(j w).
 
 The angles ``k0 * w`` are formed without rounding error (a two-product, with
-the frequency itself carried to extended precision), so the table is more
-accurate than evaluating ``np.sin(k * w)`` directly in float64.
+the frequency itself carried to 40 digits), so the table is more
+accurate than evaluating ``np.sin(k * w)`` directly in float64, on every
+platform.
 """
 
 from __future__ import annotations
 
+import decimal
 import functools
 
 import numpy as np
@@ -73,8 +75,8 @@ def frequencies(d_model: int, base: float = 10_000.0) -> np.ndarray:
     numpy.ndarray
         Shape ``(ceil(d_model / 2),)``, float64; entry ``i`` is the frequency
         of columns ``2i`` (sine) and ``2i + 1`` (cosine), in radians per
-        position. The power is taken in extended precision where the platform
-        has it, so each entry is the float64 nearest the exact value.
+        position. The power is taken to 40 digits, so each entry is the
+        float64 nearest the exact value.
 
     Examples
     --------
@@ -90,16 +92,18 @@ def frequencies(d_model: int, base: float = 10_000.0) -> np.ndarray:
 def _frequencies_hi_lo(d_model: int, base: float) -> tuple[np.ndarray, np.ndarray]:
     """The frequencies as an unevaluated sum ``hi + lo`` of two float64 arrays.
 
-    ``hi`` is the float64 nearest to the exact frequency and ``lo`` the part
-    of the extended-precision value that ``hi`` misses (zero on platforms
-    whose long double is a plain double). Cached, as the extended-precision
-    power is slow; the arrays are read-only so the cache cannot be altered.
+    Each frequency is computed to 40 significant digits with the standard
+    library's :mod:`decimal` (the same on every platform); ``hi`` is the
+    float64 nearest to it and ``lo`` the part that ``hi`` misses. Cached, as
+    the decimal power is slow; the arrays are read-only so the cache cannot
+    be altered.
     """
-    i = np.arange((d_model + 1) // 2)
-    exponent = -2 * i.astype(np.longdouble) / np.longdouble(d_model)
-    extended = np.power(np.longdouble(base), exponent)
-    hi = extended.astype(np.float64)
-    lo = (extended - hi).astype(np.float64)
+    with decimal.localcontext() as context:
+        context.prec = 40
+        log_base = decimal.Decimal(base).ln()  # the float base, converted exactly
+        exact = [(-2 * i * log_base / d_model).exp() for i in range((d_model + 1) // 2)]
+        hi = np.array([float(w) for w in exact])
+        lo = np.array([float(w - decimal.Decimal(h)) for w, h in zip(exact, hi, strict=True)])
     hi.flags.writeable = False
     lo.flags.writeable = False
     return hi, lo
