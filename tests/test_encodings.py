@@ -58,10 +58,15 @@ def test_shape_and_dtype(length, d_model):
     assert table.dtype == np.float64
 
 
-@pytest.mark.parametrize(("length", "d_model", "base"), [(40, 6, 100.0), (300, 9, 10_000.0), (3000, 64, 10_000.0), (2000, 7, 50.0)])
+@pytest.mark.parametrize(
+    ("length", "d_model", "base"),
+    [(40, 6, 100.0), (300, 9, 10_000.0), (3000, 64, 10_000.0), (2000, 7, 50.0)],
+)
 def test_equals_literal_double_loop(length, d_model, base):
     # The long tables exercise the block (multiply-add) path, the short ones the direct path.
-    np.testing.assert_allclose(sinusoidal(length, d_model, base), literal_loop(length, d_model, base), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        sinusoidal(length, d_model, base), literal_loop(length, d_model, base), rtol=0, atol=1e-12
+    )
 
 
 def test_first_row_is_sin0_cos0():
@@ -99,7 +104,7 @@ def test_split_is_a_column_permutation_of_interleaved(length, d_model, base):
     n_sin = (d_model + 1) // 2
     order = np.concatenate([np.arange(0, d_model, 2), np.arange(1, d_model, 2)])
     np.testing.assert_array_equal(split, inter[:, order])
-    assert split.shape == inter.shape and n_sin == order[: n_sin].size
+    assert split.shape == inter.shape and n_sin == order[:n_sin].size
 
 
 def test_same_code_whatever_the_length():
@@ -126,7 +131,7 @@ def test_relative_rotation_shifts_every_position(k, offset, d_model, base):
 
 
 @settings(max_examples=30, deadline=None)
-@given(offset=st.integers(-10**6, 10**6), d_model=even_widths)
+@given(offset=st.integers(-(10**6), 10**6), d_model=even_widths)
 def test_relative_rotation_is_orthogonal_and_composes(offset, d_model):
     m = relative_rotation(offset, d_model)
     np.testing.assert_allclose(m @ m.T, np.eye(d_model), atol=1e-12)
@@ -180,7 +185,9 @@ def test_frequencies_are_correctly_rounded():
     d_model = 384  # 2i/d is not exactly representable for most i
     omega = frequencies(d_model)
     with mpmath.workdps(40):
-        exact = [float(mpmath.power(10_000, mpmath.mpf(-2 * i) / d_model)) for i in range(d_model // 2)]
+        exact = [
+            float(mpmath.power(10_000, mpmath.mpf(-2 * i) / d_model)) for i in range(d_model // 2)
+        ]
     np.testing.assert_array_equal(omega, exact)
 
 
@@ -268,7 +275,9 @@ def test_bad_base(base, error, pattern):
 
 
 def test_bad_layout():
-    with pytest.raises(ValueError, match=r"layout must be one of \('interleaved', 'split'\), got 'halves'"):
+    with pytest.raises(
+        ValueError, match=r"layout must be one of \('interleaved', 'split'\), got 'halves'"
+    ):
         sinusoidal(4, 8, layout="halves")
     with pytest.raises(TypeError, match="layout must be one of"):
         sinusoidal(4, 8, layout=None)

@@ -53,7 +53,7 @@ def softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def causal_mask(length: int) -> np.ndarray:
-    """Boolean mask of shape ``(length, length)``: ``True`` where query ``q`` may see key ``k <= q``.
+    """Causal mask, shape ``(length, length)``: ``True`` where query ``q`` may see key ``k <= q``.
 
     Examples
     --------

@@ -141,7 +141,8 @@ def check_array(
         raise TypeError(f"{name} must be an array of real numbers, got {_describe(value)}") from exc
     if array.dtype == object or array.dtype.kind not in "biuf":
         raise TypeError(
-            f"{name} must be an array of real numbers, got dtype {array.dtype} from {_describe(value)}"
+            f"{name} must be an array of real numbers, "
+            f"got dtype {array.dtype} from {_describe(value)}"
         )
     array = array.astype(np.float64, copy=False)
     if shape is not None and ndim is None:
