@@ -60,13 +60,38 @@ def test_shape_and_dtype(length, d_model):
 
 @pytest.mark.parametrize(
     ("length", "d_model", "base"),
-    [(40, 6, 100.0), (300, 9, 10_000.0), (3000, 64, 10_000.0), (2000, 7, 50.0)],
+    [
+        (40, 6, 100.0),
+        (300, 9, 10_000.0),
+        (3000, 64, 10_000.0),
+        (2000, 7, 50.0),
+        (1024, 64, 10_000.0),
+    ],
 )
 def test_equals_literal_double_loop(length, d_model, base):
     # The long tables exercise the block (multiply-add) path, the short ones the direct path.
     np.testing.assert_allclose(
         sinusoidal(length, d_model, base), literal_loop(length, d_model, base), rtol=0, atol=1e-12
     )
+
+
+@pytest.mark.parametrize(("length", "d_model"), [(8192, 1024), (1024, 64), (256, 256), (1000, 7)])
+def test_long_tables_evaluate_few_angles_directly(monkeypatch, length, d_model):
+    # The speed of the table comes from evaluating sin and cos for only about
+    # 2 sqrt(L) positions and building the other rows with multiply-adds.
+    import posenc.encodings as enc
+
+    evaluated = []
+    original = enc._sin_cos_exact_angle
+
+    def counting(k, *args):
+        evaluated.append(k.size)
+        return original(k, *args)
+
+    monkeypatch.setattr(enc, "_sin_cos_exact_angle", counting)
+    table = enc.sinusoidal(length, d_model)
+    assert sum(evaluated) <= 4 * math.isqrt(length) + 64
+    np.testing.assert_allclose(table[-3:], literal_loop(length, d_model)[-3:], atol=1e-12)
 
 
 def test_first_row_is_sin0_cos0():

@@ -20,6 +20,8 @@ accurate than evaluating ``np.sin(k * w)`` directly in float64.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .validation import check_choice, check_integer, check_real
@@ -40,7 +42,7 @@ LAYOUTS = ("interleaved", "split")
 
 # Rows per block of the fast table, and the number of elements a block aims at
 # (small enough to stay in cache, large enough to amortise NumPy's call cost).
-_MIN_BLOCK = 32
+_MIN_BLOCK = 8
 _BLOCK_ELEMENTS = 16_384
 _SPLITTER = 134_217_729.0  # 2**27 + 1, Dekker's constant for float64
 
@@ -199,9 +201,12 @@ def sinusoidal(
     n_sin = omega.size
     n_cos = d_model // 2
 
-    block = max(_MIN_BLOCK, _BLOCK_ELEMENTS // n_sin)
+    # About sqrt(L) rows a block balances the two direct evaluations (block
+    # offsets and block starts); the cap keeps a block's scratch in cache.
+    block = max(_MIN_BLOCK, min(math.isqrt(length), _BLOCK_ELEMENTS // n_sin))
     n_blocks = -(-length // block)
-    padded = n_blocks * block if n_blocks > 2 else length
+    use_blocks = n_blocks > 2
+    padded = n_blocks * block if use_blocks else length
 
     table = np.empty((padded, d_model))
     if layout == "interleaved":
@@ -209,7 +214,7 @@ def sinusoidal(
     else:
         sin_cols, cos_cols = table[:, :n_sin], table[:, n_sin:]
 
-    if padded == length:
+    if not use_blocks:
         # Short tables: evaluate every angle directly.
         s, c = _sin_cos_exact_angle(np.arange(length), omega, omega_lo)
         sin_cols[...] = s
