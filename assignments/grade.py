@@ -235,7 +235,9 @@ def prepare(path: Path, assignment: str, cell_timeout: float):
         return None, [], ("unreadable", f"not a Jupyter notebook ({_short(error, 200)})")
 
     notes = []
-    otter_meta = nb.metadata.setdefault("otter", {})
+    if not isinstance(nb.metadata.get("otter"), dict):
+        nb.metadata["otter"] = {}
+    otter_meta = nb.metadata["otter"]
     name = otter_meta.get("assignment_name")
     if name is None:
         otter_meta["assignment_name"] = assignment
@@ -325,28 +327,12 @@ def _kill_tree(process: subprocess.Popen) -> None:
     psutil.wait_procs(children, timeout=10)
 
 
-def grade_one(
-    path: Path,
-    assignment: str,
-    autograder: Path,
-    questions: list[Question],
-    *,
-    timeout: float = TIMEOUT,
-    cell_timeout: float = CELL_TIMEOUT,
-) -> Row:
-    """Grade one submission; never raises for a bad submission, returns its row instead."""
-    start = time.monotonic()
-    row = Row(path.name, "graded", {q.name: 0.0 for q in questions})
-    try:
-        nb, notes, rejection = prepare(path, assignment, cell_timeout)
-    except OSError as error:
-        nb, notes, rejection = None, [], ("unreadable", f"cannot read the file: {error}")
-    if rejection is not None:
-        row.status, reason = rejection
-        row.reasons.append(reason)
-        row.seconds = time.monotonic() - start
-        return row
+def _run_worker(nb, assignment: str, autograder: Path, timeout: float):
+    """Grade a prepared notebook in a worker process; return ``(result, stderr)``.
 
+    ``result`` is the worker's JSON as a dict, or ``None`` if the worker wrote none, or the
+    string ``"timeout"`` if it was stopped after ``timeout`` seconds.
+    """
     import nbformat
 
     with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
@@ -370,19 +356,48 @@ def grade_one(
             _, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_tree(process)
-            row.status = "timeout"
-            row.reasons.append(
-                f"grading stopped after {timeout:g} s: the notebook did not finish "
-                "(every question scored 0)"
-            )
-            row.seconds = time.monotonic() - start
-            return row
-        result = json.loads(out.read_text()) if out.exists() else None
+            return "timeout", ""
+        if not out.exists():
+            last = [line for line in stderr.splitlines() if line.strip()][-1:] or ["no output"]
+            return None, f"the grader stopped (exit code {process.returncode}): {last[0]}"
+        return json.loads(out.read_text()), stderr
 
-    if result is None:
-        last = [line for line in stderr.splitlines() if line.strip()][-1:] or ["no output"]
+
+def grade_one(
+    path: Path,
+    assignment: str,
+    autograder: Path,
+    questions: list[Question],
+    *,
+    timeout: float = TIMEOUT,
+    cell_timeout: float = CELL_TIMEOUT,
+) -> Row:
+    """Grade one submission. Never raises: whatever happens, it returns the submission's row."""
+    start = time.monotonic()
+    row = Row(path.name, "graded", {q.name: 0.0 for q in questions})
+    try:
+        nb, notes, rejection = prepare(path, assignment, cell_timeout)
+    except Exception as error:  # an unreadable file or a notebook too malformed to prepare
+        nb, notes, rejection = None, [], ("unreadable", f"cannot read the notebook: {error}")
+    if rejection is not None:
+        row.status, reason = rejection
+        row.reasons.append(_short(reason))
+        row.seconds = time.monotonic() - start
+        return row
+
+    try:
+        result, stderr = _run_worker(nb, assignment, autograder, timeout)
+    except Exception as error:  # the grading machinery itself failed for this submission
+        result, stderr = None, f"the grader failed: {type(error).__name__}: {_short(error, 200)}"
+    if result == "timeout":
+        row.status = "timeout"
+        row.reasons.append(
+            f"grading stopped after {timeout:g} s: the notebook did not finish "
+            "(every question scored 0)"
+        )
+    elif result is None:
         row.status = "error"
-        row.reasons.append(f"the grader stopped (exit code {process.returncode}): {last[0]}")
+        row.reasons.append(stderr)
     else:
         if result["error"]:
             row.status = "error"
