@@ -458,11 +458,17 @@ def grade_folder(
                 possible = sum(q.points for q in questions)
                 print(
                     f"[{len(rows)}/{len(submissions)}] {row.submission}: "
-                    f"{row.total():g}/{possible:g} ({row.status}, {row.seconds:.1f} s)",
+                    f"{_points(row.total())}/{_points(possible)} ({row.status}, "
+                    f"{row.seconds:.1f} s)",
                     flush=True,
                 )
     rows.sort(key=lambda r: _natural_key(r.submission))
     return questions, rows
+
+
+def _points(value: float) -> str:
+    """Points as written in the CSV: at most four decimals, no trailing zeros (1.3333, 2)."""
+    return f"{round(value, 4):g}"
 
 
 def write_csv(questions: list[Question], rows: list[Row], out: Path) -> None:
@@ -473,9 +479,9 @@ def write_csv(questions: list[Question], rows: list[Row], out: Path) -> None:
         writer.writerow(["submission", "status", *(q.name for q in questions), "total", "possible",
                          "reason"])
         for row in rows:
-            scores = [f"{row.scores.get(q.name, 0.0):g}" for q in questions]
-            writer.writerow([row.submission, row.status, *scores, f"{row.total():g}",
-                             f"{possible:g}", "; ".join(row.reasons)])
+            scores = [_points(row.scores.get(q.name, 0.0)) for q in questions]
+            writer.writerow([row.submission, row.status, *scores, _points(row.total()),
+                             _points(possible), "; ".join(row.reasons)])
 
 
 def main(argv: list[str] | None = None) -> int:

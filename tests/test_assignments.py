@@ -363,13 +363,13 @@ def test_find_submissions_sorts_naturally_and_skips_hidden_files(tmp_path: Path)
 
 def test_write_csv_has_a_column_per_question(tmp_path: Path) -> None:
     questions = [grade.Question("q1", 2.0), grade.Question("q2", 1.5)]
-    rows = [grade.Row("a.ipynb", "graded", {"q1": 2.0, "q2": 0.5}, ["q2, check 1: wrong"]),
+    rows = [grade.Row("a.ipynb", "graded", {"q1": 2.0, "q2": 1 / 3}, ["q2, check 1: wrong"]),
             grade.Row("b.txt", "unreadable", {"q1": 0.0, "q2": 0.0}, ["empty file (0 bytes)"])]
     out = tmp_path / "grades.csv"
     grade.write_csv(questions, rows, out)
     assert out.read_text().splitlines() == [
         "submission,status,q1,q2,total,possible,reason",
-        'a.ipynb,graded,2,0.5,2.5,3.5,"q2, check 1: wrong"',
+        'a.ipynb,graded,2,0.3333,2.3333,3.5,"q2, check 1: wrong"',
         "b.txt,unreadable,0,0,0,3.5,empty file (0 bytes)",
     ]
 
