@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book test notebooks lab bench lint clean
+.PHONY: help venv book test notebooks lab bench lint clean assignments grade
 
 help:
 	@echo "make book       build the HTML book into _build/html (creates .venv)"
@@ -21,6 +21,9 @@ help:
 	@echo "make notebooks  re-execute every chapter notebook in place"
 	@echo "make lab        open JupyterLab on the course environment"
 	@echo "make bench      run the benchmarks"
+	@echo "make assignments  build the student and autograder versions of the assignments"
+	@echo "make grade SUBMISSIONS=folder ASSIGNMENT=01_motivation [OUT=grades.csv]"
+	@echo "                grade a folder of submitted notebooks into a CSV"
 	@echo "make clean      remove _build (and .venv with 'make clean ALL=1')"
 
 # The environment is rebuilt when requirements.txt or pyproject.toml change.
@@ -31,7 +34,8 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
-book: $(STAMP)
+# The book links to the student notebooks, so they are built first.
+book: $(STAMP) assignments
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	@echo "Open _build/html/index.html"
 
@@ -54,9 +58,23 @@ lab: $(STAMP)
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python "$$b"; done
 
+# Student and autograder versions of every assignment, into assignments/dist (rebuilt only
+# when a master notebook or src/posenc changed; FORCE=1 rebuilds all).
+assignments: $(STAMP)
+	$(BIN)/python assignments/build.py $(if $(FORCE),--force)
+
+# make grade SUBMISSIONS=path/to/folder ASSIGNMENT=01_motivation OUT=grades.csv
+# (GRADE_ARGS passes more options, e.g. GRADE_ARGS="--cell-timeout 10 --jobs 4")
+OUT ?= grades.csv
+GRADE_ARGS ?=
+grade: assignments
+	@test -n "$(SUBMISSIONS)" -a -n "$(ASSIGNMENT)" || \
+		{ echo "usage: make grade SUBMISSIONS=folder ASSIGNMENT=01_motivation [OUT=grades.csv]"; exit 2; }
+	$(BIN)/python assignments/grade.py "$(SUBMISSIONS)" --assignment "$(ASSIGNMENT)" --out "$(OUT)" $(GRADE_ARGS)
+
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks chapters
+	$(BIN)/ruff check src tests benchmarks chapters assignments
 
 clean:
-	rm -rf _build
+	rm -rf _build assignments/dist
 	@if [ -n "$${ALL:-}" ]; then rm -rf $(VENV); fi
