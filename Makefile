@@ -8,6 +8,13 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 PYTHON ?= python3
+
+# One BLAS thread: the course's matrices are small, extra threads only compete
+# for the two cores of a laptop or CI runner, and a fixed summation order keeps
+# every printed number identical from run to run.
+export OPENBLAS_NUM_THREADS := 1
+export OMP_NUM_THREADS := 1
+export MKL_NUM_THREADS := 1
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
