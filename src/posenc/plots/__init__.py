@@ -8,6 +8,9 @@ is re-exported here, so ``from posenc import plots; plots.heatmap(...)``
 works for any of them.
 """
 
+from .experiment import *  # noqa: F403
+from .experiment import __all__ as _experiment_all
 from .style import CMAP_DIVERGING, CMAP_SEQUENTIAL, QUALITATIVE, symmetric_limits
 
 __all__ = ["CMAP_DIVERGING", "CMAP_SEQUENTIAL", "QUALITATIVE", "symmetric_limits"]
+__all__ += _experiment_all
