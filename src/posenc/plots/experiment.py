@@ -70,6 +70,7 @@ def cosine_figure(cosines: Mapping[int, np.ndarray]) -> Figure:
     ax.set_title("Random token embeddings are nearly orthogonal to the position codes")
     ax.set_xlim(-0.8, 0.8)
     ax.legend(frameon=False)
+    plt.close(fig)  # hand the figure to the caller; pyplot must not show it a second time
     return fig
 
 
@@ -134,6 +135,7 @@ def readout_figure(
     right.set_title(f"Against the scale of the tokens, d = {d_fixed}")
     right.set_ylim(0, 104)
     right.legend(frameon=False, fontsize="small")
+    plt.close(fig)  # hand the figure to the caller; pyplot must not show it a second time
     return fig
 
 
@@ -185,6 +187,7 @@ def score_term_figure(sizes: Mapping[str, np.ndarray], title: str) -> Figure:
     ax.set_ylabel("size: RMS over keys, row mean removed (score units)")
     ax.set_title(title)
     ax.legend(frameon=False, fontsize="small")
+    plt.close(fig)  # hand the figure to the caller; pyplot must not show it a second time
     return fig
 
 
@@ -243,6 +246,7 @@ def accuracy_figure(
         ax.set_xlabel("test accuracy (%): mean, 95 % interval, seeds as ticks")
         ax.set_title(f"{task} task")
     fig.suptitle("Test accuracy over five seeds")
+    plt.close(fig)  # hand the figure to the caller; pyplot must not show it a second time
     return fig
 
 
@@ -281,4 +285,5 @@ def learning_curve_figure(
         ax.set_title(f"{task} task")
     axes[0, -1].legend(frameon=False, fontsize="small", loc="lower right")
     fig.suptitle("Learning curves: mean over seeds, band from lowest to highest seed")
+    plt.close(fig)  # hand the figure to the caller; pyplot must not show it a second time
     return fig
