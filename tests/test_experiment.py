@@ -409,7 +409,8 @@ def test_summary_and_table(small_result):
         assert row.mean == pytest.approx(mean)
         assert row.low == pytest.approx(max(low, 0.0)) and row.high == pytest.approx(min(high, 1))
     text = format_summary(rows).splitlines()
-    assert len(text) == 7 and text[0].startswith("task")
+    assert len(text) == 8 and text[0].startswith("absolute task")
+    assert text[4].startswith("relative task")
     assert f"{100 * rows[1].mean:6.1f}" in text[2]
 
 

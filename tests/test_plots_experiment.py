@@ -90,6 +90,9 @@ def test_learning_curve_figure_draws_the_means():
     (line,) = ax.get_lines()
     np.testing.assert_allclose(line.get_ydata(), [50, 70, 90])
     assert line.get_linestyle() == "--"  # concatenated models are dashed
+    fig = plots.learning_curve_figure({"t": (steps, {"no position": band, "other": band})})
+    baseline, other = fig.axes[0].get_lines()
+    assert baseline.get_color() == "#000000" and other.get_color() != "#000000"
     with pytest.raises(ValueError, match="curves must hold at least one task"):
         plots.learning_curve_figure({})
     with pytest.raises(ValueError, match=r"must have shape \(3, 3\)"):

@@ -772,25 +772,26 @@ def summarise(result: ExperimentResult, confidence: float = 0.95) -> list[Summar
 
 
 def format_summary(rows: Sequence[SummaryRow]) -> str:
-    """The summary as a fixed-width text table, accuracies in percent with one decimal.
+    """The summary as a text table, one block per task, accuracies in percent with one decimal.
 
     Examples
     --------
     >>> row = SummaryRow("relative", "learned add", 16, 16, 16, 1058,
     ...                  np.array([0.97, 0.99]), 0.98, 0.853, 1.0)
     >>> print(format_summary([row]))
-    task      model                                 d_x  d_p  width  params   mean %  95% interval %
-    relative  learned add                            16   16     16    1058    98.0   [ 85.3, 100.0]
+    relative task                        width  params   mean %   95% interval %
+      learned add                           16    1058     98.0   [ 85.3, 100.0]
     """
-    header = (
-        f"{'task':<9} {'model':<37} {'d_x':>3}  {'d_p':>3}  {'width':>5}  {'params':>6}"
-        f"   {'mean %':>6}  95% interval %"
-    )
-    lines = [header]
+    lines = []
+    task = None
     for r in rows:
+        if r.task != task:
+            task = r.task
+            lines.append(
+                f"{task + ' task':<36} {'width':>5}  {'params':>6}  {'mean %':>7}   95% interval %"
+            )
         lines.append(
-            f"{r.task:<9} {r.label:<37} {r.d_token:>3}  {r.d_position:>3}  {r.width:>5}"
-            f"  {r.n_parameters:>6}   {100 * r.mean:6.1f}"
+            f"  {r.label:<35} {r.width:>4}  {r.n_parameters:>6}  {100 * r.mean:7.1f}"
             f"   [{100 * r.low:5.1f}, {100 * r.high:5.1f}]"
         )
     return "\n".join(lines)

@@ -26,8 +26,22 @@ __all__ = [
 ]
 
 
+# Okabe-Ito without yellow (too faint on white) and black (kept for the
+# model without positions, the baseline of every comparison).
+_PALETTE = tuple(c for c in QUALITATIVE if c not in ("#F0E442", "#000000"))
+_BASELINE = "no position"
+
+
 def _colour(index: int) -> str:
-    return QUALITATIVE[index % len(QUALITATIVE)]
+    return _PALETTE[index % len(_PALETTE)]
+
+
+def _label_colours(labels: Sequence[str]) -> dict[str, str]:
+    """Black for the model without positions, the palette in order for the others."""
+    others = [label for label in labels if label != _BASELINE]
+    colours = {label: _colour(i) for i, label in enumerate(others)}
+    colours[_BASELINE] = "#000000"
+    return colours
 
 
 def cosine_figure(cosines: Mapping[int, np.ndarray]) -> Figure:
@@ -113,7 +127,7 @@ def readout_figure(
     d_values = np.asarray(d_values)
     ratios = check_array("ratios", ratios, ndim=1)
     by_ratio = check_array("by_ratio", by_ratio, shape=(ratios.size, 2))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.9), layout="constrained")
     for index, (label, acc) in enumerate(by_width.items()):
         acc = check_array(f"by_width[{label!r}]", acc, shape=(d_values.size, 2))
         colour = _colour(index)
@@ -163,7 +177,7 @@ def score_term_figure(sizes: Mapping[str, np.ndarray], title: str) -> Figure:
     """
     if not sizes:
         raise ValueError("sizes must hold at least one case")
-    fig, ax = plt.subplots(figsize=(9, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
     positions = np.arange(len(SCORE_TERMS))
     width = 0.8 / len(sizes)
     for index, (label, values) in enumerate(sizes.items()):
@@ -215,25 +229,31 @@ def accuracy_figure(
     if not tasks:
         raise ValueError("rows must not be empty")
     fig, axes = plt.subplots(
-        1, len(tasks), figsize=(5.5 * len(tasks), 4), layout="constrained", squeeze=False
+        1,
+        len(tasks),
+        figsize=(2.2 + 3.6 * len(tasks), 4),
+        layout="constrained",
+        squeeze=False,
+        sharey=True,
     )
     for ax, task in zip(axes[0], tasks, strict=True):
         mine = [r for r in rows if r.task == task]
+        colours = _label_colours([r.label for r in mine])
         y = np.arange(len(mine))[::-1]
-        for yi, (index, r) in zip(y, enumerate(mine), strict=True):
+        for yi, r in zip(y, mine, strict=True):
             ax.errorbar(
                 100 * r.mean,
                 yi,
                 xerr=[[100 * (r.mean - r.low)], [100 * (r.high - r.mean)]],
                 fmt="o",
                 capsize=4,
-                color=_colour(index),
+                color=colours[r.label],
             )
             ax.plot(
                 100 * r.accuracies,
                 np.full(r.accuracies.size, yi - 0.22),
                 "|",
-                color=_colour(index),
+                color=colours[r.label],
                 markersize=6,
             )
         if task in chance:
@@ -243,7 +263,7 @@ def accuracy_figure(
             ax.legend(frameon=False, loc="lower right", fontsize="small")
         ax.set_yticks(y, [r.label for r in mine])
         ax.set_xlim(0, 102)
-        ax.set_xlabel("test accuracy (%): mean, 95 % interval, seeds as ticks")
+        ax.set_xlabel("test accuracy (%)")
         ax.set_title(f"{task} task")
     fig.suptitle("Test accuracy over five seeds")
     plt.close(fig)  # hand the figure to the caller; pyplot must not show it a second time
@@ -270,15 +290,16 @@ def learning_curve_figure(
     if not curves:
         raise ValueError("curves must hold at least one task")
     fig, axes = plt.subplots(
-        1, len(curves), figsize=(5.5 * len(curves), 4), layout="constrained", squeeze=False
+        1, len(curves), figsize=(4.7 * len(curves), 3.8), layout="constrained", squeeze=False
     )
     for ax, (task, (steps, by_label)) in zip(axes[0], curves.items(), strict=True):
         steps = check_array("steps", steps, ndim=1)
-        for index, (label, band) in enumerate(by_label.items()):
+        colours = _label_colours(list(by_label))
+        for label, band in by_label.items():
             band = check_array(f"curves[{task!r}][{label!r}]", band, shape=(3, steps.size))
             style = "--" if "concat" in label else "-"
-            ax.plot(steps, 100 * band[0], style, color=_colour(index), label=label)
-            ax.fill_between(steps, 100 * band[1], 100 * band[2], color=_colour(index), alpha=0.12)
+            ax.plot(steps, 100 * band[0], style, color=colours[label], label=label)
+            ax.fill_between(steps, 100 * band[1], 100 * band[2], color=colours[label], alpha=0.12)
         ax.set_xlabel("training step (updates)")
         ax.set_ylabel("test accuracy (%)")
         ax.set_ylim(0, 102)
