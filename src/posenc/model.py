@@ -25,8 +25,8 @@ side along a leading axis and trained together: each copy has its own
 initialisation, its own mini-batches and its own optimiser state, and the
 copies never exchange anything. Stacking them only lets one NumPy call do
 the work of several, which is what makes five seeds cost little more than
-one. Copy ``m`` of a stack gives the same numbers as a model built with that
-seed alone.
+one. Copy ``m`` of a stack gives the same numbers, up to rounding, as a model
+built with that seed alone.
 
 Every gradient is written out by hand (:meth:`AttentionClassifier.loss_and_gradients`)
 and checked against central finite differences in ``tests/test_model.py``.
