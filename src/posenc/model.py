@@ -24,9 +24,10 @@ Several independent copies of the model (one per seed) are held side by
 side along a leading axis and trained together: each copy has its own
 initialisation, its own mini-batches and its own optimiser state, and the
 copies never exchange anything. Stacking them only lets one NumPy call do
-the work of several, which is what makes five seeds cost little more than
-one. Copy ``m`` of a stack gives the same numbers, up to rounding, as a model
-built with that seed alone.
+the work of several, so five stacked seeds train faster than five separate
+models (``benchmarks/bench_model.py`` measures by how much). Copy ``m`` of a
+stack gives the same numbers, up to rounding, as a model built with that
+seed alone.
 
 Every gradient is written out by hand (:meth:`AttentionClassifier.loss_and_gradients`)
 and checked against central finite differences in ``tests/test_model.py``.
@@ -629,9 +630,10 @@ def train(
     Each copy visits the training set in its own random order (from
     ``numpy.random.default_rng([1, seed])``), a fresh order per epoch; a final
     partial batch is dropped so that every update sees ``batch_size``
-    sequences. BLAS runs on one thread: the matrices are far too small to
-    gain from more, and a fixed thread count keeps every result bit for bit
-    the same from run to run.
+    sequences. BLAS runs on one thread: at these sizes more threads gain
+    little and, on a busy machine, lose a lot (``benchmarks/bench_model.py``),
+    and a fixed thread count keeps every result bit for bit the same from run
+    to run.
 
     Parameters
     ----------
