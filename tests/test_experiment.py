@@ -1,4 +1,4 @@
-"""Tests of posenc.experiment: analysis helpers, width matching, runner and statistics."""
+"""Tests of posenc.experiment: the analysis, width matching, runner and statistics."""
 
 import math
 
