@@ -118,8 +118,8 @@ def check_seeds(seeds: Any) -> tuple[int, ...]:
 
 # NumPy reduces a short last axis (a few entries per row) slowly, one row at a
 # time; these functions reduce over the rows of a 2-D view instead: the maximum
-# column by column, the sum as a matrix-vector product. Same result, several
-# times faster at the sizes of this model.
+# column by column, the sum as a matrix-vector product. The same maximum, the
+# same sum up to rounding, several times faster at the sizes of this model.
 
 
 def _row_max(rows: np.ndarray) -> np.ndarray:
