@@ -8,6 +8,13 @@ is re-exported here, so ``from posenc import plots; plots.heatmap(...)``
 works for any of them.
 """
 
+from .experiment import (
+    accuracy_figure,
+    cosine_figure,
+    learning_curve_figure,
+    readout_figure,
+    score_term_figure,
+)
 from .implementation import (
     plot_float_precision,
     plot_layouts,
@@ -31,13 +38,16 @@ __all__ = [
     "CMAP_DIVERGING",
     "CMAP_SEQUENTIAL",
     "QUALITATIVE",
+    "accuracy_figure",
     "binary_sinusoidal_figure",
     "cosine_distance_offset_figure",
+    "cosine_figure",
     "decoding_figure",
     "detached",
     "distance_by_offset",
     "dot_product_offset_figure",
     "frequency_wavelength_figure",
+    "learning_curve_figure",
     "plot_float_precision",
     "plot_layouts",
     "plot_learned_vs_fixed",
@@ -45,6 +55,8 @@ __all__ = [
     "plot_spacings",
     "pooled_vectors",
     "property_grid",
+    "readout_figure",
+    "score_term_figure",
     "separation_figure",
     "shift_fit_figure",
     "symmetric_limits",

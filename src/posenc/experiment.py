@@ -1,0 +1,823 @@
+"""Addition or concatenation: the analysis and the experiment of chapter 5.
+
+Two groups of functions.
+
+The analysis (pure linear algebra and geometry, no training):
+
+* :func:`split_weight`: the two blocks of a linear layer that follows a
+  concatenation, :math:`W [x; p] = W_x x + W_p p`;
+* :func:`parameter_count`: the trainable parameters of every variant of
+  :class:`posenc.model.AttentionClassifier`, in closed form;
+* :func:`token_position_cosines`: how close to orthogonal random token
+  embeddings are to the sinusoidal position codes, as ``d`` grows;
+* :func:`readout_accuracy`: how much of the token and of the position a
+  least-squares linear read-out recovers from their sum;
+* :func:`score_terms` and :func:`model_score_terms`: the four terms of the
+  attention score of a sum (token-token, token-position, position-token,
+  position-position).
+
+The experiment (training the small attention model of :mod:`posenc.model`
+on the order tasks of :mod:`posenc.tasks`):
+
+* :func:`variant_spec`: the widths of each variant, matched to the added
+  model at equal width or at equal parameter count;
+* :func:`run_experiment`, :func:`summarise`, :func:`learning_curves`;
+* :func:`mean_confidence_interval` (Student t) and :func:`chance_interval`
+  (binomial).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+from threadpoolctl import threadpool_limits
+
+from .encodings import sinusoidal
+from .model import AttentionClassifier, TrainingHistory, check_seeds, train
+from .similarity import cosine_similarity_matrix
+from .tasks import TaskData
+from .validation import check_array, check_choice, check_integer, check_real
+
+__all__ = [
+    "CONFIGURATIONS",
+    "MATCHINGS",
+    "SCORE_TERMS",
+    "VARIANTS",
+    "ExperimentResult",
+    "Run",
+    "SummaryRow",
+    "VariantSpec",
+    "chance_interval",
+    "difference_interval",
+    "format_summary",
+    "learning_curves",
+    "mean_confidence_interval",
+    "model_score_terms",
+    "parameter_count",
+    "readout_accuracy",
+    "run_experiment",
+    "score_terms",
+    "split_weight",
+    "summarise",
+    "term_sizes",
+    "token_position_cosines",
+    "variant_spec",
+]
+
+VARIANTS = ("none", "sinusoidal-add", "sinusoidal-concat", "learned-add", "learned-concat")
+MATCHINGS = ("width", "parameters")
+# The seven models of the experiment: the reference models (no position,
+# added codes) need no matching; each concatenated model comes twice.
+CONFIGURATIONS = (
+    ("none", "width"),
+    ("sinusoidal-add", "width"),
+    ("sinusoidal-concat", "width"),
+    ("sinusoidal-concat", "parameters"),
+    ("learned-add", "width"),
+    ("learned-concat", "width"),
+    ("learned-concat", "parameters"),
+)
+SCORE_TERMS = ("token-token", "token-position", "position-token", "position-position")
+
+
+# -- the analysis ----------------------------------------------------------------------
+
+
+def split_weight(w: Any, d_token: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""Split the weight of a layer that reads :math:`[x;\,p]` into its token and position blocks.
+
+    With row vectors, :math:`[x;\,p]\,W = x\,W_x + p\,W_p`, where :math:`W_x` is
+    the first ``d_token`` rows of :math:`W` and :math:`W_p` the rest.
+
+    Parameters
+    ----------
+    w : array_like
+        Shape ``(d_token + d_position, d_out)``.
+    d_token : int
+        Width of the token part, between 1 and ``w.shape[0] - 1``.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``w_x`` of shape ``(d_token, d_out)`` and ``w_p`` of shape
+        ``(d_position, d_out)``.
+
+    Examples
+    --------
+    >>> w_x, w_p = split_weight(np.arange(6.0).reshape(3, 2), 1)
+    >>> w_x, w_p
+    (array([[0., 1.]]), array([[2., 3.],
+           [4., 5.]]))
+    """
+    w = check_array("w", w, ndim=2)
+    if w.shape[0] < 2:
+        raise ValueError(f"w must have at least 2 rows to split, got shape {w.shape}")
+    d_token = check_integer("d_token", d_token, minimum=1, maximum=w.shape[0] - 1)
+    return w[:d_token].copy(), w[d_token:].copy()
+
+
+def parameter_count(
+    *,
+    vocab_size: int,
+    length: int,
+    n_classes: int,
+    d_token: int,
+    d_position: int,
+    position: str,
+    combine: str,
+    d_k: int,
+    d_v: int,
+) -> int:
+    r"""Trainable parameters of one :class:`~posenc.model.AttentionClassifier`, in closed form.
+
+    .. math::
+
+        V d_x \;+\; [\text{learned}]\,L d_p \;+\; 2 w d_k \;+\; w d_v \;+\; d_v C \;+\; C,
+
+    with input width :math:`w = d_x + d_p` for concatenation and
+    :math:`w = d_x` otherwise. The sinusoidal table is fixed and costs
+    nothing.
+
+    Examples
+    --------
+    >>> parameter_count(vocab_size=8, length=8, n_classes=2, d_token=16, d_position=16,
+    ...                 position="learned", combine="add", d_k=16, d_v=16)
+    1058
+    """
+    vocab_size = check_integer("vocab_size", vocab_size, minimum=1)
+    length = check_integer("length", length, minimum=1)
+    n_classes = check_integer("n_classes", n_classes, minimum=2)
+    d_token = check_integer("d_token", d_token, minimum=1)
+    d_position = check_integer("d_position", d_position, minimum=0)
+    position = check_choice("position", position, ("none", "sinusoidal", "learned"))
+    combine = check_choice("combine", combine, ("add", "concat"))
+    d_k = check_integer("d_k", d_k, minimum=1)
+    d_v = check_integer("d_v", d_v, minimum=1)
+    width = d_token + d_position if (position != "none" and combine == "concat") else d_token
+    learned = length * d_position if position == "learned" else 0
+    return (
+        vocab_size * d_token + learned + 2 * width * d_k + width * d_v + d_v * n_classes + n_classes
+    )
+
+
+def token_position_cosines(
+    d_model: int,
+    *,
+    n_tokens: int = 256,
+    length: int = 256,
+    base: float = 10_000.0,
+    seed: int = 0,
+) -> np.ndarray:
+    """Cosines between random token embeddings and the sinusoidal position codes.
+
+    The token embeddings are standard normal vectors of width ``d_model``;
+    the codes are ``sinusoidal(length, d_model, base)``. Every pair is
+    compared. For a normal vector the cosine with any fixed direction has
+    mean 0 and standard deviation :math:`1/\\sqrt{d}`, whatever the direction.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(n_tokens * length,)``, values in ``[-1, 1]``.
+
+    Examples
+    --------
+    >>> c = token_position_cosines(512, n_tokens=64, length=64)
+    >>> bool(abs(c.std() * np.sqrt(512) - 1) < 0.1)
+    True
+    """
+    d_model = check_integer("d_model", d_model, minimum=1)
+    n_tokens = check_integer("n_tokens", n_tokens, minimum=1)
+    length = check_integer("length", length, minimum=2)
+    seed = check_integer("seed", seed, minimum=0)
+    tokens = np.random.default_rng(seed).normal(size=(n_tokens, d_model))
+    return cosine_similarity_matrix(tokens, sinusoidal(length, d_model, base)).ravel()
+
+
+def readout_accuracy(
+    d_model: int,
+    *,
+    vocab_size: int = 64,
+    length: int = 64,
+    scale: float = 1.0,
+    base: float = 10_000.0,
+    seed: int = 0,
+) -> tuple[float, float]:
+    r"""How well a linear read-out recovers the token and the position from their sum.
+
+    Token embeddings have normal entries of standard deviation
+    ``scale / sqrt(d_model)`` (so ``scale`` is about the length of a token
+    vector; the position codes have length :math:`\sqrt{d/2}`). Every one of
+    the ``vocab_size * length`` sums :math:`z = x_t + \PE_k` is formed, and two
+    least-squares read-outs (with a constant term) are fitted on all of them:
+    one maps :math:`z` to the one-hot code of the token :math:`t`, the other
+    to the one-hot code of the position :math:`k`. A sum counts as recovered
+    when the largest output is at the right place.
+
+    Because every combination is used to fit and to score, this measures how
+    much of each signal survives the addition for a linear layer, not how a
+    read-out generalises.
+
+    Returns
+    -------
+    (float, float)
+        Share of sums whose token, and whose position, is recovered.
+
+    Examples
+    --------
+    >>> readout_accuracy(256, vocab_size=16, length=16)  # wide enough: exact
+    (1.0, 1.0)
+    """
+    d_model = check_integer("d_model", d_model, minimum=1)
+    vocab_size = check_integer("vocab_size", vocab_size, minimum=2)
+    length = check_integer("length", length, minimum=2)
+    scale = check_real("scale", scale, positive=True)
+    seed = check_integer("seed", seed, minimum=0)
+    rng = np.random.default_rng(seed)
+    tokens = rng.normal(scale=scale / math.sqrt(d_model), size=(vocab_size, d_model))
+    codes = sinusoidal(length, d_model, base)
+    sums = (tokens[:, None, :] + codes[None, :, :]).reshape(-1, d_model)
+    features = np.hstack([sums, np.ones((sums.shape[0], 1))])
+    token_of = np.repeat(np.arange(vocab_size), length)
+    position_of = np.tile(np.arange(length), vocab_size)
+    targets = np.hstack([np.eye(vocab_size)[token_of], np.eye(length)[position_of]])
+    with threadpool_limits(limits=1, user_api="blas"):
+        weights, *_ = np.linalg.lstsq(features, targets, rcond=None)
+        outputs = features @ weights
+    token_ok = outputs[:, :vocab_size].argmax(axis=1) == token_of
+    position_ok = outputs[:, vocab_size:].argmax(axis=1) == position_of
+    return float(token_ok.mean()), float(position_ok.mean())
+
+
+def score_terms(x: Any, p: Any, w_q: Any, w_k: Any) -> np.ndarray:
+    r"""The four terms of the attention score of :math:`Z = X + P`.
+
+    With :math:`Q = Z W_Q` and :math:`K = Z W_K`, the scaled score matrix
+    :math:`Q K^\top / \sqrt{d_k}` splits into
+
+    .. math::
+
+        \frac{1}{\sqrt{d_k}}\left(X W_Q W_K^\top X^\top + X W_Q W_K^\top P^\top
+        + P W_Q W_K^\top X^\top + P W_Q W_K^\top P^\top\right),
+
+    the token-token, token-position, position-token and position-position
+    terms (query first, key second).
+
+    Parameters
+    ----------
+    x, p : array_like
+        Token and position parts, shape ``(L, w)`` each.
+    w_q, w_k : array_like
+        Shape ``(w, d_k)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(4, L, L)``, in the order of :data:`SCORE_TERMS`; the sum over
+        the first axis is the full score matrix.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x, p, w = rng.normal(size=(3, 4)), rng.normal(size=(3, 4)), rng.normal(size=(4, 2))
+    >>> terms = score_terms(x, p, w, w)
+    >>> full = (x + p) @ w @ ((x + p) @ w).T / np.sqrt(2)
+    >>> bool(np.allclose(terms.sum(axis=0), full))
+    True
+    """
+    x = check_array("x", x, ndim=2)
+    p = check_array("p", p, shape=x.shape)
+    w_q = check_array("w_q", w_q, shape=(x.shape[1], None))
+    w_k = check_array("w_k", w_k, shape=w_q.shape)
+    scale = math.sqrt(w_q.shape[1])
+    qx, qp, kx, kp = x @ w_q, p @ w_q, x @ w_k, p @ w_k
+    return np.stack([qx @ kx.T, qx @ kp.T, qp @ kx.T, qp @ kp.T]) / scale
+
+
+def model_score_terms(model: AttentionClassifier, tokens: Any) -> np.ndarray:
+    """The four score terms of a model with a position signal, for a batch of sequences.
+
+    For ``combine="add"`` the token part is :math:`s\\,E[\\text{tokens}]` and the
+    position part the position table. For ``combine="concat"`` the two parts
+    are padded with zeros to the full width, :math:`[X; 0]` and :math:`[0; P]`,
+    so that their sum is the concatenation and the same expansion holds
+    (with the token and position blocks of :math:`W_Q, W_K` doing the work).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(4, n_models, batch, L, L)``, in the order of
+        :data:`SCORE_TERMS`; the sum over the first axis is the model's own
+        score matrix.
+    """
+    if not isinstance(model, AttentionClassifier):
+        raise TypeError(f"model must be an AttentionClassifier, got {type(model).__name__}")
+    if model.position == "none":
+        raise ValueError("model must have a position signal (position is 'none')")
+    tokens = model._check_tokens(tokens)
+    n, batch, length = model.n_models, tokens.shape[-2], model.length
+    x = (
+        model.embedding_scale
+        * model.params["token_embedding"][np.arange(n).reshape(n, 1, 1), tokens]
+    )  # (n, batch, L, d_x)
+    codes = np.broadcast_to(model.position_codes()[:, None], (n, batch, length, model.d_position))
+    if model.combine == "concat":
+        x = np.concatenate([x, np.zeros((n, batch, length, model.d_position))], axis=-1)
+        codes = np.concatenate([np.zeros((n, batch, length, model.d_token)), codes], axis=-1)
+    w_q = model.params["w_q"][:, None]
+    w_k = model.params["w_k"][:, None]
+    qx, qp, kx, kp = x @ w_q, codes @ w_q, x @ w_k, codes @ w_k
+    tr = (0, 1, 3, 2)
+    terms = [qx @ kx.transpose(tr), qx @ kp.transpose(tr), qp @ kx.transpose(tr)]
+    terms.append(qp @ kp.transpose(tr))
+    return np.stack(terms) / math.sqrt(model.d_k)
+
+
+def term_sizes(terms: Any) -> np.ndarray:
+    """How much each score term moves the attention weights: its spread over the keys.
+
+    Softmax ignores any number added to a whole row of scores (the same for
+    every key), so each term is first centred, row by row, on its mean over
+    the keys; the size is the root-mean-square of what is left.
+
+    Parameters
+    ----------
+    terms : array_like
+        Shape ``(4, L, L)`` from :func:`score_terms`, or
+        ``(4, n_models, ..., L, L)`` from :func:`model_score_terms`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(4,)`` or ``(4, n_models)``.
+
+    Examples
+    --------
+    >>> rows_only = np.broadcast_to(np.arange(3.0)[:, None], (4, 3, 3))  # constant along rows
+    >>> term_sizes(rows_only)
+    array([0., 0., 0., 0.])
+    """
+    terms = check_array("terms", terms)
+    if terms.ndim < 3 or terms.shape[0] != len(SCORE_TERMS) or terms.shape[-1] != terms.shape[-2]:
+        raise ValueError(f"terms must have shape (4, ..., L, L), got {terms.shape}")
+    centred = terms - terms.mean(axis=-1, keepdims=True)
+    axes = tuple(range(1, terms.ndim)) if terms.ndim == 3 else tuple(range(2, terms.ndim))
+    return np.sqrt(np.mean(np.square(centred), axis=axes))
+
+
+# -- the experiment ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """Widths and size of one model of the experiment.
+
+    Attributes
+    ----------
+    variant : str
+        One of :data:`VARIANTS`.
+    matching : str
+        ``"width"`` or ``"parameters"`` (for the reference models, no
+        position and added codes, both give the same widths).
+    position, combine : str
+        Arguments of :class:`~posenc.model.AttentionClassifier`.
+    d_token, d_position, width, d_k, d_v : int
+        The widths; ``width`` is the input width of the attention layer.
+    n_parameters : int
+        Trainable parameters of one model.
+    """
+
+    variant: str
+    matching: str
+    position: str
+    combine: str
+    d_token: int
+    d_position: int
+    width: int
+    d_k: int
+    d_v: int
+    n_parameters: int
+
+    @property
+    def label(self) -> str:
+        """Readable name, e.g. ``"sinusoidal concat, equal parameters"``."""
+        if self.variant == "none":
+            return "no position"
+        name = self.variant.replace("-", " ")
+        if self.combine == "add":
+            return name
+        return f"{name}, equal {'width' if self.matching == 'width' else 'parameters'}"
+
+
+def variant_spec(
+    variant: str,
+    matching: str,
+    *,
+    d_model: int,
+    vocab_size: int,
+    length: int,
+    n_classes: int,
+) -> VariantSpec:
+    """The widths of one variant, matched to the added model of width ``d_model``.
+
+    Every model has queries, keys and values of width ``d_k = d_v = d_model``;
+    only the input of the attention layer differs:
+
+    * ``"none"``: tokens of width ``d_model``, no position signal;
+    * ``"*-add"``: tokens and codes of width ``d_model``, added (the reference);
+    * ``"*-concat"`` at equal **width**: tokens and codes of ``d_model / 2``
+      columns each, concatenated to width ``d_model`` (``d_model`` even);
+    * ``"*-concat"`` at equal **parameters**: tokens and codes of ``m``
+      columns each (width ``2m``), with ``m`` the integer whose
+      :func:`parameter_count` is closest to the added model's (the smaller
+      ``m`` on a tie). The counts then differ by less than one step of ``m``;
+      the exact numbers are in ``n_parameters``.
+
+    Examples
+    --------
+    >>> spec = variant_spec("learned-concat", "parameters", d_model=16, vocab_size=8,
+    ...                     length=8, n_classes=8)
+    >>> spec.d_token, spec.width, spec.n_parameters
+    (9, 18, 1144)
+    """
+    variant = check_choice("variant", variant, VARIANTS)
+    matching = check_choice("matching", matching, MATCHINGS)
+    d_model = check_integer("d_model", d_model, minimum=2)
+    sizes = {
+        "vocab_size": check_integer("vocab_size", vocab_size, minimum=1),
+        "length": check_integer("length", length, minimum=1),
+        "n_classes": check_integer("n_classes", n_classes, minimum=2),
+        "d_k": d_model,
+        "d_v": d_model,
+    }
+    if variant == "none":
+        position, combine, d_token, d_position = "none", "add", d_model, 0
+    else:
+        position, combine = variant.split("-")
+        if combine == "add":
+            d_token = d_position = d_model
+        elif matching == "width":
+            if d_model % 2:
+                raise ValueError(f"d_model must be even to split it in two halves, got {d_model}")
+            d_token = d_position = d_model // 2
+        else:
+            target = parameter_count(
+                d_token=d_model, d_position=d_model, position=position, combine="add", **sizes
+            )
+
+            def gap(m: int) -> int:
+                count = parameter_count(
+                    d_token=m, d_position=m, position=position, combine="concat", **sizes
+                )
+                return abs(count - target)
+
+            d_token = d_position = min(range(1, 2 * d_model + 1), key=lambda m: (gap(m), m))
+    concat = position != "none" and combine == "concat"
+    count = parameter_count(
+        d_token=d_token, d_position=d_position, position=position, combine=combine, **sizes
+    )
+    return VariantSpec(
+        variant=variant,
+        matching=matching,
+        position=position,
+        combine=combine,
+        d_token=d_token,
+        d_position=d_position,
+        width=d_token + d_position if concat else d_token,
+        d_k=d_model,
+        d_v=d_model,
+        n_parameters=count,
+    )
+
+
+def _build(
+    spec: VariantSpec, task: TaskData, seeds: tuple[int, ...], dtype: str
+) -> AttentionClassifier:
+    return AttentionClassifier(
+        task.vocab_size,
+        task.length,
+        task.n_classes,
+        d_token=spec.d_token,
+        d_position=spec.d_position or None,
+        d_k=spec.d_k,
+        d_v=spec.d_v,
+        position=spec.position,
+        combine=spec.combine,
+        seeds=seeds,
+        dtype=dtype,
+    )
+
+
+@dataclass(frozen=True)
+class Run:
+    """One configuration trained on one task, for every seed.
+
+    Attributes
+    ----------
+    task : str
+        Task name.
+    spec : VariantSpec
+    model : AttentionClassifier
+        The trained model (one copy per seed).
+    history : TrainingHistory
+    """
+
+    task: str
+    spec: VariantSpec
+    model: AttentionClassifier
+    history: TrainingHistory
+
+    @property
+    def accuracies(self) -> np.ndarray:
+        """Final test accuracy of every seed, ``(n_seeds,)``."""
+        return self.history.final_accuracy
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """Every run of :func:`run_experiment`, in task-major order.
+
+    Attributes
+    ----------
+    runs : tuple of Run
+    seeds : tuple of int
+    n_test : dict of str to int
+        Test-set size of every task.
+    """
+
+    runs: tuple[Run, ...]
+    seeds: tuple[int, ...]
+    n_test: dict[str, int]
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """Task names, in the order they were run."""
+        return tuple(dict.fromkeys(run.task for run in self.runs))
+
+    def run(self, task: str, label: str) -> Run:
+        """The run of configuration ``label`` (see :attr:`VariantSpec.label`) on ``task``."""
+        for candidate in self.runs:
+            if candidate.task == task and candidate.spec.label == label:
+                return candidate
+        labels = sorted({r.spec.label for r in self.runs})
+        raise KeyError(f"no run for task {task!r} and label {label!r}; labels are {labels}")
+
+
+def run_experiment(
+    tasks: Sequence[TaskData],
+    *,
+    d_model: int = 16,
+    seeds: Iterable[int] = range(5),
+    configurations: Sequence[tuple[str, str]] = CONFIGURATIONS,
+    steps: int = 300,
+    batch_size: int = 32,
+    learning_rate: float = 1e-2,
+    eval_every: int = 50,
+    dtype: str = "float32",
+) -> ExperimentResult:
+    """Train every configuration on every task, one model per seed.
+
+    Parameters
+    ----------
+    tasks : sequence of TaskData
+    d_model : int
+        Width of the reference (added) model.
+    seeds : iterable of int
+        One independent model per seed (initialisation and mini-batch order).
+    configurations : sequence of (variant, matching)
+        Defaults to :data:`CONFIGURATIONS`, the seven models of the chapter.
+    steps, batch_size, learning_rate, eval_every
+        Passed to :func:`posenc.model.train`.
+    dtype : {"float32", "float64"}
+        Precision of the models; single precision by default, as large models
+        are trained, and about twice as fast as double.
+
+    Returns
+    -------
+    ExperimentResult
+    """
+    tasks = tuple(tasks)
+    if not tasks or not all(isinstance(t, TaskData) for t in tasks):
+        raise TypeError("tasks must be a non-empty sequence of TaskData")
+    seeds = check_seeds(list(seeds))
+    if not configurations:
+        raise ValueError("configurations must not be empty")
+    runs = []
+    for task in tasks:
+        for variant, matching in configurations:
+            spec = variant_spec(
+                variant,
+                matching,
+                d_model=d_model,
+                vocab_size=task.vocab_size,
+                length=task.length,
+                n_classes=task.n_classes,
+            )
+            model = _build(spec, task, seeds, dtype)
+            history = train(
+                model,
+                task.train_tokens,
+                task.train_labels,
+                task.test_tokens,
+                task.test_labels,
+                steps=steps,
+                batch_size=batch_size,
+                learning_rate=learning_rate,
+                eval_every=eval_every,
+            )
+            runs.append(Run(task.name, spec, model, history))
+    n_test = {task.name: int(task.test_labels.size) for task in tasks}
+    return ExperimentResult(tuple(runs), seeds, n_test)
+
+
+def mean_confidence_interval(values: Any, confidence: float = 0.95) -> tuple[float, float, float]:
+    """Mean and Student-t confidence interval of a small sample.
+
+    The half-width is :math:`t_{n-1} \\, s / \\sqrt{n}`, with :math:`s` the
+    sample standard deviation and :math:`t_{n-1}` the two-sided quantile of
+    Student's t distribution with ``n - 1`` degrees of freedom.
+
+    Returns
+    -------
+    (float, float, float)
+        ``(mean, low, high)``.
+
+    Examples
+    --------
+    >>> mean, low, high = mean_confidence_interval([1.0, 2.0, 3.0])
+    >>> round(high - mean, 4)  # t = 4.3027 for 2 degrees of freedom, s = 1, n = 3
+    2.4841
+    """
+    values = check_array("values", values, ndim=1)
+    if values.size < 2:
+        raise ValueError(f"values must hold at least 2 numbers, got {values.size}")
+    confidence = check_real("confidence", confidence, minimum=0.0, maximum=1.0)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence}")
+    mean = float(values.mean())
+    half = (
+        float(stats.t.ppf(0.5 + confidence / 2, values.size - 1))
+        * float(values.std(ddof=1))
+        / math.sqrt(values.size)
+    )
+    return mean, mean - half, mean + half
+
+
+def difference_interval(a: Any, b: Any, confidence: float = 0.95) -> tuple[float, float, float]:
+    r"""Difference of two means, ``mean(a) - mean(b)``, with Welch's confidence interval.
+
+    The standard error is :math:`\sqrt{s_a^2/n_a + s_b^2/n_b}` and the
+    degrees of freedom follow Welch and Satterthwaite. If both samples have
+    zero spread the interval is the single point of the difference.
+
+    Returns
+    -------
+    (float, float, float)
+        ``(difference, low, high)``.
+
+    Examples
+    --------
+    >>> difference_interval([1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+    (0.0, 0.0, 0.0)
+    >>> diff, low, high = difference_interval([0.9, 1.0, 0.8], [0.5, 0.6, 0.4])
+    >>> round(diff, 4), bool(low > 0)
+    (0.4, True)
+    """
+    a = check_array("a", a, ndim=1)
+    b = check_array("b", b, ndim=1)
+    if a.size < 2 or b.size < 2:
+        raise ValueError(f"a and b must hold at least 2 numbers each, got {a.size} and {b.size}")
+    confidence = check_real("confidence", confidence, minimum=0.0, maximum=1.0)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence}")
+    diff = float(a.mean() - b.mean())
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    if va + vb == 0.0:
+        return diff, diff, diff
+    dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, dof)) * math.sqrt(va + vb)
+    return diff, diff - half, diff + half
+
+
+def chance_interval(n_test: int, chance: float, confidence: float = 0.95) -> tuple[float, float]:
+    """Range of accuracies a constant guess reaches on ``n_test`` examples, with ``confidence``.
+
+    A model that answers one class whose share of the test set is
+    ``chance`` in expectation gets a binomial number of answers right; the
+    interval is the central binomial interval divided by ``n_test``.
+
+    Examples
+    --------
+    >>> chance_interval(500, 0.5)
+    (0.456, 0.544)
+    """
+    n_test = check_integer("n_test", n_test, minimum=1)
+    chance = check_real("chance", chance, minimum=0.0, maximum=1.0)
+    confidence = check_real("confidence", confidence, minimum=0.0, maximum=1.0)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence}")
+    low, high = stats.binom.interval(confidence, n_test, chance)
+    return float(low) / n_test, float(high) / n_test
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """Test accuracy of one configuration on one task, over the seeds."""
+
+    task: str
+    label: str
+    d_token: int
+    d_position: int
+    width: int
+    n_parameters: int
+    accuracies: np.ndarray
+    mean: float
+    low: float
+    high: float
+
+
+def summarise(result: ExperimentResult, confidence: float = 0.95) -> list[SummaryRow]:
+    """Mean test accuracy and its Student-t interval for every run.
+
+    The interval is cut to ``[0, 1]``, the range an accuracy can take (with
+    five seeds near 100 %, the symmetric t interval would reach past it).
+    """
+    if not isinstance(result, ExperimentResult):
+        raise TypeError(f"result must be an ExperimentResult, got {type(result).__name__}")
+    rows = []
+    for run in result.runs:
+        mean, low, high = mean_confidence_interval(run.accuracies, confidence)
+        low, high = max(low, 0.0), min(high, 1.0)  # an accuracy lies in [0, 1]
+        spec = run.spec
+        rows.append(
+            SummaryRow(
+                run.task,
+                spec.label,
+                spec.d_token,
+                spec.d_position,
+                spec.width,
+                spec.n_parameters,
+                run.accuracies.copy(),
+                mean,
+                low,
+                high,
+            )
+        )
+    return rows
+
+
+def format_summary(rows: Sequence[SummaryRow]) -> str:
+    """The summary as a text table, one block per task, accuracies in percent with one decimal.
+
+    Examples
+    --------
+    >>> row = SummaryRow("relative", "learned add", 16, 16, 16, 1058,
+    ...                  np.array([0.97, 0.99]), 0.98, 0.853, 1.0)
+    >>> print(format_summary([row]))
+    relative task                        width  params   mean %   95% interval %
+      learned add                           16    1058     98.0   [ 85.3, 100.0]
+    """
+    lines = []
+    task = None
+    for r in rows:
+        if r.task != task:
+            task = r.task
+            lines.append(
+                f"{task + ' task':<36} {'width':>5}  {'params':>6}  {'mean %':>7}   95% interval %"
+            )
+        lines.append(
+            f"  {r.label:<35} {r.width:>4}  {r.n_parameters:>6}  {100 * r.mean:7.1f}"
+            f"   [{100 * r.low:5.1f}, {100 * r.high:5.1f}]"
+        )
+    return "\n".join(lines)
+
+
+def learning_curves(
+    result: ExperimentResult, task: str
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Test accuracy during training on ``task``, per configuration, over the seeds.
+
+    Returns
+    -------
+    (numpy.ndarray, dict of str to numpy.ndarray)
+        The steps ``(n_eval,)`` and, for every configuration label, an array
+        ``(3, n_eval)``: the mean, the lowest and the highest accuracy over
+        the seeds.
+    """
+    if not isinstance(result, ExperimentResult):
+        raise TypeError(f"result must be an ExperimentResult, got {type(result).__name__}")
+    task = check_choice("task", task, result.tasks)
+    curves = {}
+    steps = None
+    for run in result.runs:
+        if run.task != task:
+            continue
+        acc = run.history.test_accuracy
+        steps = run.history.steps
+        curves[run.spec.label] = np.stack([acc.mean(axis=1), acc.min(axis=1), acc.max(axis=1)])
+    return steps, curves

@@ -1,0 +1,761 @@
+"""A small attention classifier in NumPy, with analytic gradients and Adam.
+
+The model of chapter 5, small enough to read in one sitting and fast enough
+to train dozens of times in a few seconds. For a batch of token sequences,
+shape ``(batch, L)``, it computes
+
+1. token embeddings :math:`X = s\\,E[\\text{tokens}]`, width :math:`d_x`, with
+   a fixed ``embedding_scale`` :math:`s`;
+2. the input :math:`Z` of the attention layer, one of
+
+   * ``position="none"``: :math:`Z = X` (no position signal);
+   * ``combine="add"``: :math:`Z = X + P`, with :math:`d_p = d_x`;
+   * ``combine="concat"``: :math:`Z = [X;\\,P]`, width :math:`d_x + d_p`;
+
+   where :math:`P` (shape ``(L, d_p)``) is the sinusoidal table (fixed) or a
+   learned table (trained);
+3. single-head self-attention :math:`A = \\softmax(Q K^\\top / \\sqrt{d_k})`,
+   :math:`H = A V`, with :math:`Q, K, V = Z W_Q, Z W_K, Z W_V`;
+4. mean pooling over positions, :math:`h = \\frac1L \\sum_k H_k`;
+5. a linear read-out, ``logits = h @ w_out + b_out``, trained with the mean
+   softmax cross-entropy.
+
+Several independent copies of the model (one per seed) are held side by
+side along a leading axis and trained together: each copy has its own
+initialisation, its own mini-batches and its own optimiser state, and the
+copies never exchange anything. Stacking them only lets one NumPy call do
+the work of several, so five stacked seeds train faster than five separate
+models (``benchmarks/bench_model.py`` measures by how much). Copy ``m`` of a
+stack gives the same numbers, up to rounding, as a model built with that
+seed alone.
+
+Every gradient is written out by hand (:meth:`AttentionClassifier.loss_and_gradients`)
+and checked against central finite differences in ``tests/test_model.py``.
+The optimiser is Adam (Kingma and Ba, 2015). Training runs with one BLAS
+thread, so that the same seed gives the same numbers bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from .encodings import sinusoidal
+from .validation import check_choice, check_integer, check_real
+
+__all__ = [
+    "COMBINES",
+    "DTYPES",
+    "POSITIONS",
+    "Adam",
+    "AttentionClassifier",
+    "TrainingHistory",
+    "check_index_array",
+    "check_seeds",
+    "gradient_check",
+    "train",
+]
+
+POSITIONS = ("none", "sinusoidal", "learned")
+COMBINES = ("add", "concat")
+DTYPES = ("float64", "float32")
+
+
+def check_index_array(
+    name: str, value: Any, *, ndim: int | tuple[int, ...], upper: int
+) -> np.ndarray:
+    """Return ``value`` as an ``int64`` array with entries in ``[0, upper)``.
+
+    ``ndim`` is the accepted number of dimensions (or a tuple of them).
+    Integer arrays (and lists of integers) are accepted; floats, booleans and
+    strings are rejected with :class:`TypeError`, a wrong number of
+    dimensions or an entry out of range with :class:`ValueError`.
+
+    Examples
+    --------
+    >>> check_index_array("tokens", [[0, 2, 1]], ndim=2, upper=3)
+    array([[0, 2, 1]])
+    """
+    array = np.asarray(value)
+    if array.dtype == bool or array.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be an array of integers, got dtype {array.dtype}")
+    allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+    if array.ndim not in allowed:
+        wanted = " or ".join(str(n) for n in allowed)
+        raise ValueError(f"{name} must have {wanted} dimensions, got shape {array.shape}")
+    if array.size and (array.min() < 0 or array.max() >= upper):
+        raise ValueError(
+            f"{name} must hold integers in [0, {upper}), got values in "
+            f"[{array.min()}, {array.max()}]"
+        )
+    return array.astype(np.int64, copy=False)
+
+
+def check_seeds(seeds: Any) -> tuple[int, ...]:
+    """Return ``seeds`` (an int, or a non-empty sequence of distinct ints >= 0) as a tuple.
+
+    Examples
+    --------
+    >>> check_seeds(3), check_seeds([0, 1])
+    ((3,), (0, 1))
+    """
+    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, (bool, np.bool_)):
+        seeds = (seeds,)
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence | np.ndarray):
+        raise TypeError(f"seeds must be an int or a sequence of ints, got {type(seeds).__name__}")
+    seeds = tuple(check_integer("seeds[...]", s, minimum=0) for s in seeds)
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {seeds}")
+    return seeds
+
+
+# NumPy reduces a short last axis (a few entries per row) slowly, one row at a
+# time; these functions reduce over the rows of a 2-D view instead: the maximum
+# column by column, the sum as a matrix-vector product. The same maximum, the
+# same sum up to rounding, several times faster at the sizes of this model.
+
+
+def _row_max(rows: np.ndarray) -> np.ndarray:
+    top = rows[:, 0].copy()
+    for j in range(1, rows.shape[1]):
+        np.maximum(top, rows[:, j], out=top)
+    return top
+
+
+def _row_sum(rows: np.ndarray) -> np.ndarray:
+    return rows @ np.ones(rows.shape[1], dtype=rows.dtype)
+
+
+def _softmax_last(scores: np.ndarray) -> np.ndarray:
+    """Softmax along the last axis of a finite array of any shape."""
+    rows = scores.reshape(-1, scores.shape[-1])
+    weights = np.exp(rows - _row_max(rows)[:, None])
+    weights /= _row_sum(weights)[:, None]
+    return weights.reshape(scores.shape)
+
+
+def _log_softmax_last(logits: np.ndarray) -> np.ndarray:
+    rows = logits.reshape(-1, logits.shape[-1])
+    shifted = rows - _row_max(rows)[:, None]
+    return (shifted - np.log(_row_sum(np.exp(shifted)))[:, None]).reshape(logits.shape)
+
+
+class AttentionClassifier:
+    r"""Token embedding, position signal, one attention head, mean pooling, linear read-out.
+
+    Parameters
+    ----------
+    vocab_size : int
+        Number of distinct tokens ``V``, ``>= 1``.
+    length : int
+        Sequence length ``L``, ``>= 1`` (every input has exactly this length).
+    n_classes : int
+        Number of output classes ``C``, ``>= 2``.
+    d_token : int
+        Width ``d_x`` of the token embeddings, ``>= 1``.
+    d_position : int, optional
+        Width ``d_p`` of the position codes: 0 (the default) for
+        ``position="none"``; equal to ``d_token`` (the default) for
+        ``combine="add"``; ``>= 1`` (default ``d_token``) for ``"concat"``.
+    d_k, d_v : int, optional
+        Width of queries and keys, and of values; both default to the input
+        width of the attention layer.
+    position : {"none", "sinusoidal", "learned"}
+        The position signal.
+    combine : {"add", "concat"}
+        How the position signal meets the token embedding; must stay
+        ``"add"`` (the default) when ``position="none"``.
+    embedding_scale : float
+        Fixed factor ``s > 0`` applied to the token embeddings (the original
+        transformer used :math:`\sqrt{d}`).
+    base : float
+        Base ``n`` of the sinusoidal table.
+    seeds : int or sequence of int
+        One seed per independent copy of the model (see the module docstring).
+    dtype : {"float64", "float32"}
+        Floating-point type of the parameters and of every computation.
+        ``"float32"`` (single precision, as large models are trained) is about
+        twice as fast; keep ``"float64"`` to check gradients against finite
+        differences. The initial values are drawn in float64 and rounded, and
+        the sinusoidal table is computed in float64 and then rounded.
+
+    Attributes
+    ----------
+    params : dict of str to numpy.ndarray
+        The trainable parameters, each with a leading axis of length
+        ``n_models``: ``token_embedding`` ``(n_models, V, d_x)``,
+        ``position_embedding`` ``(n_models, L, d_p)`` (learned positions
+        only), ``w_q`` and ``w_k`` ``(n_models, width, d_k)``, ``w_v``
+        ``(n_models, width, d_v)``, ``w_out`` ``(n_models, d_v, C)``, ``b_out``
+        ``(n_models, C)``.
+    width : int
+        Width of the attention input ``Z``: ``d_x + d_p`` for ``"concat"``,
+        ``d_x`` otherwise.
+
+    Notes
+    -----
+    Initialisation, from ``numpy.random.default_rng([0, seed])`` for each
+    copy: token embeddings are standard normal; learned position codes are
+    normal with standard deviation :math:`1/\sqrt2`, the root-mean-square entry
+    of the sinusoidal code; the projections are normal with variance
+    ``1 / fan_in``; the bias starts at zero.
+
+    Examples
+    --------
+    >>> model = AttentionClassifier(8, 8, 8, d_token=16, position="sinusoidal", seeds=(0, 1))
+    >>> model.n_models, model.width, model.n_parameters
+    (2, 16, 1032)
+    >>> model.predict(np.zeros((3, 8), dtype=int)).shape  # (n_models, batch)
+    (2, 3)
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        length: int,
+        n_classes: int,
+        *,
+        d_token: int,
+        d_position: int | None = None,
+        d_k: int | None = None,
+        d_v: int | None = None,
+        position: str = "sinusoidal",
+        combine: str = "add",
+        embedding_scale: float = 1.0,
+        base: float = 10_000.0,
+        seeds: int | Sequence[int] = 0,
+        dtype: str = "float64",
+    ) -> None:
+        self.vocab_size = check_integer("vocab_size", vocab_size, minimum=1)
+        self.length = check_integer("length", length, minimum=1)
+        self.n_classes = check_integer("n_classes", n_classes, minimum=2)
+        self.d_token = check_integer("d_token", d_token, minimum=1)
+        self.position = check_choice("position", position, POSITIONS)
+        self.combine = check_choice("combine", combine, COMBINES)
+        self.embedding_scale = check_real("embedding_scale", embedding_scale, positive=True)
+        self.base = check_real("base", base, positive=True)
+        self.seeds = check_seeds(seeds)
+        self.dtype = np.dtype(check_choice("dtype", dtype, DTYPES))
+
+        if self.position == "none":
+            if self.combine != "add":
+                raise ValueError("combine must be 'add' (the default) when position is 'none'")
+            if d_position not in (None, 0):
+                raise ValueError(f"d_position must be 0 when position is 'none', got {d_position}")
+            self.d_position = 0
+        else:
+            dp = self.d_token if d_position is None else d_position
+            self.d_position = check_integer("d_position", dp, minimum=1)
+            if self.combine == "add" and self.d_position != self.d_token:
+                raise ValueError(
+                    f"d_position must equal d_token ({self.d_token}) when combine is 'add', "
+                    f"got {self.d_position}"
+                )
+
+        concat = self.position != "none" and self.combine == "concat"
+        self.width = self.d_token + self.d_position if concat else self.d_token
+        self.d_k = check_integer("d_k", self.width if d_k is None else d_k, minimum=1)
+        self.d_v = check_integer("d_v", self.width if d_v is None else d_v, minimum=1)
+        self._table = (
+            sinusoidal(self.length, self.d_position, self.base).astype(self.dtype)
+            if self.position == "sinusoidal"
+            else None
+        )
+        members = [self._init_one(np.random.default_rng([0, s])) for s in self.seeds]
+        self.params = {
+            name: np.stack([m[name] for m in members]).astype(self.dtype) for name in members[0]
+        }
+
+    def _init_one(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        w = self.width
+        params = {"token_embedding": rng.normal(size=(self.vocab_size, self.d_token))}
+        if self.position == "learned":
+            params["position_embedding"] = rng.normal(
+                scale=1 / math.sqrt(2), size=(self.length, self.d_position)
+            )
+        params["w_q"] = rng.normal(scale=1 / math.sqrt(w), size=(w, self.d_k))
+        params["w_k"] = rng.normal(scale=1 / math.sqrt(w), size=(w, self.d_k))
+        params["w_v"] = rng.normal(scale=1 / math.sqrt(w), size=(w, self.d_v))
+        params["w_out"] = rng.normal(scale=1 / math.sqrt(self.d_v), size=(self.d_v, self.n_classes))
+        params["b_out"] = np.zeros(self.n_classes)
+        return params
+
+    # -- description -----------------------------------------------------------------
+
+    @property
+    def n_models(self) -> int:
+        """Number of independent copies (seeds) held side by side."""
+        return len(self.seeds)
+
+    @property
+    def n_parameters(self) -> int:
+        """Trainable scalars of one copy (the sinusoidal table is fixed and not counted)."""
+        return int(sum(p[0].size for p in self.params.values()))
+
+    def position_codes(self) -> np.ndarray | None:
+        """The position codes in use, ``(n_models, L, d_p)`` (a copy), or ``None`` without."""
+        if self.position == "sinusoidal":
+            return np.broadcast_to(self._table, (self.n_models, *self._table.shape)).copy()
+        if self.position == "learned":
+            return self.params["position_embedding"].copy()
+        return None
+
+    def __repr__(self) -> str:
+        how = "" if self.position == "none" else f", combine={self.combine!r}"
+        return (
+            f"AttentionClassifier(position={self.position!r}{how}, d_token={self.d_token}, "
+            f"d_position={self.d_position}, width={self.width}, d_k={self.d_k}, "
+            f"d_v={self.d_v}, n_parameters={self.n_parameters}, n_models={self.n_models}, "
+            f"dtype={self.dtype.name!r})"
+        )
+
+    # -- input checks ------------------------------------------------------------------
+
+    def _check_tokens(self, tokens: Any) -> np.ndarray:
+        """Tokens ``(batch, L)`` shared by every copy, or ``(n_models, batch, L)`` per copy."""
+        tokens = check_index_array("tokens", tokens, ndim=(2, 3), upper=self.vocab_size)
+        if tokens.shape[-1] != self.length or (
+            tokens.ndim == 3 and tokens.shape[0] != self.n_models
+        ):
+            raise ValueError(
+                f"tokens must have shape (batch, {self.length}) or "
+                f"({self.n_models}, batch, {self.length}), got {tokens.shape}"
+            )
+        if tokens.shape[-2] == 0:
+            raise ValueError("tokens must hold at least one sequence")
+        return tokens
+
+    def _check_labels(self, labels: Any, tokens: np.ndarray) -> np.ndarray:
+        labels = check_index_array("labels", labels, ndim=(1, 2), upper=self.n_classes)
+        if labels.shape != tokens.shape[:-1]:
+            raise ValueError(
+                f"labels must have shape {tokens.shape[:-1]} to match tokens, got {labels.shape}"
+            )
+        return labels
+
+    # -- forward -----------------------------------------------------------------------
+
+    def _forward(self, tokens: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Logits ``(n_models, batch, C)`` and the intermediates the backward pass needs."""
+        p = self.params
+        n, length = self.n_models, self.length
+        batch = tokens.shape[-2]
+        member = np.arange(n).reshape(n, 1, 1)
+        x = p["token_embedding"][member, tokens]  # (n, batch, L, d_x)
+        if self.embedding_scale != 1.0:
+            x = self.embedding_scale * x
+        if self.position == "none":
+            z = x
+        else:
+            table = (
+                self._table if self.position == "sinusoidal" else p["position_embedding"][:, None]
+            )
+            if self.combine == "add":
+                z = x + table
+            else:
+                shape = (n, batch, length, self.d_position)
+                z = np.concatenate([x, np.broadcast_to(table, shape)], axis=-1)
+        z2 = z.reshape(n, batch * length, self.width)
+        # Q, K and V in one product with the three projections side by side.
+        dk = self.d_k
+        qkv = z2 @ np.concatenate([p["w_q"], p["w_k"], p["w_v"]], axis=-1)
+        q = qkv[:, :, :dk].reshape(n * batch, length, dk)
+        k = qkv[:, :, dk : 2 * dk].reshape(n * batch, length, dk)
+        v = qkv[:, :, 2 * dk :].reshape(n * batch, length, self.d_v)
+        a = _softmax_last(q @ k.transpose(0, 2, 1) / math.sqrt(self.d_k))
+        # Mean pooling of A V equals the column means of A applied to V.
+        a_bar = _row_sum(a.transpose(0, 2, 1).reshape(-1, length)).reshape(n * batch, length)
+        a_bar /= length
+        h = (a_bar[:, None, :] @ v).reshape(n, batch, self.d_v)
+        logits = h @ p["w_out"] + p["b_out"][:, None, :]
+        cache = {"z2": z2, "q": q, "k": k, "v": v, "a": a, "a_bar": a_bar, "h": h}
+        return logits, cache
+
+    def logits(self, tokens: Any) -> np.ndarray:
+        """Class scores ``(n_models, batch, C)``.
+
+        ``tokens`` is ``(batch, L)`` (the same batch for every copy) or
+        ``(n_models, batch, L)``.
+        """
+        return self._forward(self._check_tokens(tokens))[0]
+
+    def attention_weights(self, tokens: Any) -> np.ndarray:
+        """Attention weights ``(n_models, batch, L, L)``; each row sums to 1."""
+        tokens = self._check_tokens(tokens)
+        a = self._forward(tokens)[1]["a"]
+        return a.reshape(self.n_models, tokens.shape[-2], self.length, self.length)
+
+    def attention_input(self, tokens: Any) -> np.ndarray:
+        """The input ``Z`` of the attention layer, ``(n_models, batch, L, width)``."""
+        tokens = self._check_tokens(tokens)
+        z2 = self._forward(tokens)[1]["z2"]
+        return z2.reshape(self.n_models, tokens.shape[-2], self.length, self.width)
+
+    def predict(self, tokens: Any) -> np.ndarray:
+        """Predicted class of every sequence for every copy, ``(n_models, batch)``."""
+        return self.logits(tokens).argmax(axis=-1)
+
+    def accuracy(self, tokens: Any, labels: Any) -> np.ndarray:
+        """Share of correctly classified sequences for every copy, ``(n_models,)`` in ``[0, 1]``."""
+        tokens = self._check_tokens(tokens)
+        return self._accuracy(tokens, self._check_labels(labels, tokens))
+
+    def _accuracy(self, tokens: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        predicted = self._forward(tokens)[0].argmax(axis=-1)
+        return (predicted == labels).mean(axis=-1)
+
+    def loss(self, tokens: Any, labels: Any) -> np.ndarray:
+        """Mean softmax cross-entropy (natural log) of every copy, ``(n_models,)``."""
+        tokens = self._check_tokens(tokens)
+        labels = self._check_labels(labels, tokens)
+        log_probs = _log_softmax_last(self._forward(tokens)[0])
+        picked = np.take_along_axis(
+            log_probs, np.broadcast_to(labels, log_probs.shape[:-1])[..., None], -1
+        )
+        return -picked[..., 0].mean(axis=-1)
+
+    # -- backward ----------------------------------------------------------------------
+
+    def loss_and_gradients(
+        self, tokens: Any, labels: Any
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Loss of every copy and the gradient of each copy's loss with respect to its parameters.
+
+        Parameters
+        ----------
+        tokens : array_like of int
+            ``(batch, L)`` for the same batch in every copy, or
+            ``(n_models, batch, L)`` for a batch per copy.
+        labels : array_like of int
+            ``(batch,)`` or ``(n_models, batch)``, matching ``tokens``.
+
+        Returns
+        -------
+        (numpy.ndarray, dict of str to numpy.ndarray)
+            The mean cross-entropy of every copy, ``(n_models,)``, and a
+            dictionary with the same keys and shapes as ``params``; entry ``m``
+            of each gradient is the derivative of copy ``m``'s loss.
+        """
+        tokens = self._check_tokens(tokens)
+        return self._loss_and_gradients(tokens, self._check_labels(labels, tokens))
+
+    def _loss_and_gradients(
+        self, tokens: np.ndarray, labels: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        p = self.params
+        n, length = self.n_models, self.length
+        batch = tokens.shape[-2]
+        tokens = np.broadcast_to(tokens, (n, batch, length))
+        labels = np.broadcast_to(labels, (n, batch))
+        logits, c = self._forward(tokens)
+        log_probs = _log_softmax_last(logits)
+        picked = (np.arange(n)[:, None], np.arange(batch)[None, :], labels)
+        loss = -log_probs[picked].mean(axis=-1)
+
+        # Read-out: d loss / d logits = (softmax - one-hot) / batch.
+        d_logits = np.exp(log_probs)
+        d_logits[picked] -= 1.0
+        d_logits /= batch
+        h = c["h"]
+        grads = {
+            "w_out": h.transpose(0, 2, 1) @ d_logits,
+            "b_out": (np.ones(batch, dtype=d_logits.dtype) @ d_logits),
+        }
+        d_h = (d_logits @ p["w_out"].transpose(0, 2, 1)).reshape(n * batch, self.d_v, 1)
+
+        # Pooling: h = a_bar @ v, with a_bar the column means of A.
+        a, v, q, k = c["a"], c["v"], c["q"], c["k"]
+        d_a_bar = (v @ d_h)[:, :, 0]  # (n * batch, L)
+        d_v = c["a_bar"][:, :, None] * d_h.transpose(0, 2, 1)  # (n * batch, L, d_v)
+        d_a = d_a_bar[:, None, :] / length  # the same for every query row
+        # Softmax rows: dS = A * (dA - sum_m A dA).
+        weighted = (a * d_a).reshape(-1, length)
+        d_s = a * (d_a - _row_sum(weighted).reshape(n * batch, length, 1))
+        d_s /= math.sqrt(self.d_k)
+        d_q = (d_s @ k).reshape(n, batch * length, self.d_k)
+        d_k = (d_s.transpose(0, 2, 1) @ q).reshape(n, batch * length, self.d_k)
+        d_v = d_v.reshape(n, batch * length, self.d_v)
+
+        # The three projections side by side, as in the forward pass.
+        d_qkv = np.concatenate([d_q, d_k, d_v], axis=-1)
+        g_qkv = c["z2"].transpose(0, 2, 1) @ d_qkv
+        dk = self.d_k
+        grads["w_q"] = g_qkv[:, :, :dk]
+        grads["w_k"] = g_qkv[:, :, dk : 2 * dk]
+        grads["w_v"] = g_qkv[:, :, 2 * dk :]
+        w_qkv = np.concatenate([p["w_q"], p["w_k"], p["w_v"]], axis=-1)
+        d_z = d_qkv @ w_qkv.transpose(0, 2, 1)  # (n, batch * L, width)
+
+        one_hot = np.zeros((n, batch * length, self.vocab_size), dtype=d_z.dtype)
+        one_hot[np.arange(n)[:, None], np.arange(batch * length), tokens.reshape(n, -1)] = 1.0
+        d_x = d_z[:, :, : self.d_token]
+        grads["token_embedding"] = one_hot.transpose(0, 2, 1) @ d_x
+        if self.embedding_scale != 1.0:
+            grads["token_embedding"] *= self.embedding_scale
+        if self.position == "learned":
+            d_pos = d_z if self.combine == "add" else d_z[:, :, self.d_token :]
+            d_pos = d_pos.reshape(n, batch, length * self.d_position)
+            grads["position_embedding"] = (np.ones(batch, dtype=d_pos.dtype) @ d_pos).reshape(
+                n, length, self.d_position
+            )
+        return loss, {name: grads[name] for name in p}
+
+
+class Adam:
+    r"""The Adam optimiser (Kingma and Ba, 2015), updating a parameter dictionary in place.
+
+    With gradient :math:`g`, step :math:`t`, and moments :math:`m, v` (zero at the start):
+    :math:`m \leftarrow \beta_1 m + (1 - \beta_1) g`,
+    :math:`v \leftarrow \beta_2 v + (1 - \beta_2) g^2`,
+    :math:`\theta \leftarrow \theta - \eta\,\hat m / (\sqrt{\hat v} + \epsilon)` with the
+    bias-corrected :math:`\hat m = m / (1 - \beta_1^t)`, :math:`\hat v = v / (1 - \beta_2^t)`.
+    Every entry is updated on its own, so independent copies stacked along an
+    axis stay independent.
+
+    Parameters
+    ----------
+    params : dict of str to numpy.ndarray
+        The float arrays to optimise; they are updated in place.
+    learning_rate : float
+        Step size :math:`\eta > 0`.
+    beta1, beta2 : float
+        Decay rates of the moment estimates, in ``[0, 1)``.
+    eps : float
+        Small constant ``> 0`` in the denominator.
+
+    Examples
+    --------
+    >>> params = {"w": np.array([1.0, -2.0])}
+    >>> opt = Adam(params, learning_rate=0.1)
+    >>> opt.step({"w": np.array([3.0, -0.5])})
+    >>> params["w"]  # the first step moves each entry by the learning rate
+    array([ 0.9, -1.9])
+    """
+
+    def __init__(
+        self,
+        params: dict[str, np.ndarray],
+        *,
+        learning_rate: float = 1e-2,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        eps: float = 1e-8,
+    ) -> None:
+        if not isinstance(params, dict) or not params:
+            raise TypeError("params must be a non-empty dict of name -> NumPy float array")
+        for name, value in params.items():
+            if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
+                raise TypeError(
+                    f"params[{name!r}] must be a NumPy float array, got {type(value).__name__}"
+                )
+        self.params = params
+        self.learning_rate = check_real("learning_rate", learning_rate, positive=True)
+        self.beta1 = check_real("beta1", beta1, minimum=0.0)
+        self.beta2 = check_real("beta2", beta2, minimum=0.0)
+        for name, beta in (("beta1", self.beta1), ("beta2", self.beta2)):
+            if beta >= 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {beta}")
+        self.eps = check_real("eps", eps, positive=True)
+        self.t = 0
+        self.m = {name: np.zeros_like(value) for name, value in params.items()}
+        self.v = {name: np.zeros_like(value) for name, value in params.items()}
+
+    def step(self, grads: dict[str, np.ndarray]) -> None:
+        """Apply one update with ``grads`` (same keys and shapes as ``params``)."""
+        if not isinstance(grads, dict) or set(grads) != set(self.params):
+            raise ValueError(f"grads must have exactly the keys {sorted(self.params)}")
+        for name, g in grads.items():
+            if np.shape(g) != self.params[name].shape:
+                raise ValueError(
+                    f"grads[{name!r}] must have shape {self.params[name].shape}, got {np.shape(g)}"
+                )
+        self.t += 1
+        c1 = 1.0 - self.beta1**self.t
+        c2 = 1.0 - self.beta2**self.t
+        for name, g in grads.items():
+            m, v = self.m[name], self.v[name]
+            m *= self.beta1
+            m += (1.0 - self.beta1) * g
+            v *= self.beta2
+            v += (1.0 - self.beta2) * np.square(g)
+            self.params[name] -= self.learning_rate * (m / c1) / (np.sqrt(v / c2) + self.eps)
+
+
+@dataclass(frozen=True)
+class TrainingHistory:
+    """What :func:`train` records, for every copy of the model.
+
+    Attributes
+    ----------
+    steps : numpy.ndarray
+        Updates done when the test accuracy was measured, ``(n_eval,)``; 0 is
+        before the first update.
+    test_accuracy : numpy.ndarray
+        Test accuracy at those steps, ``(n_eval, n_models)``, in ``[0, 1]``.
+    train_loss : numpy.ndarray
+        Mini-batch loss of every update, ``(n_steps, n_models)``.
+    """
+
+    steps: np.ndarray
+    test_accuracy: np.ndarray
+    train_loss: np.ndarray
+
+    @property
+    def final_accuracy(self) -> np.ndarray:
+        """Test accuracy after the last update, ``(n_models,)``."""
+        return self.test_accuracy[-1]
+
+
+def train(
+    model: AttentionClassifier,
+    train_tokens: Any,
+    train_labels: Any,
+    test_tokens: Any,
+    test_labels: Any,
+    *,
+    steps: int = 300,
+    batch_size: int = 64,
+    learning_rate: float = 1e-2,
+    eval_every: int = 50,
+) -> TrainingHistory:
+    """Train every copy of ``model`` in place with Adam on mini-batches.
+
+    Each copy visits the training set in its own random order (from
+    ``numpy.random.default_rng([1, seed])``), a fresh order per epoch; a final
+    partial batch is dropped so that every update sees ``batch_size``
+    sequences. BLAS runs on one thread: at these sizes more threads gain
+    little and, on a busy machine, lose a lot (``benchmarks/bench_model.py``),
+    and a fixed thread count keeps every result bit for bit the same from run
+    to run.
+
+    Parameters
+    ----------
+    model : AttentionClassifier
+    train_tokens, test_tokens : array_like of int
+        Shape ``(n, L)``.
+    train_labels, test_labels : array_like of int
+        Shape ``(n,)``.
+    steps : int
+        Number of updates, ``>= 1``.
+    batch_size : int
+        Sequences per update, between 1 and the training-set size.
+    learning_rate : float
+        Adam step size, ``> 0``.
+    eval_every : int
+        Measure the test accuracy every this many steps (and after the last).
+
+    Returns
+    -------
+    TrainingHistory
+
+    Examples
+    --------
+    >>> tokens = np.array([[0, 1], [1, 0]] * 8)
+    >>> labels = np.array([0, 1] * 8)
+    >>> model = AttentionClassifier(2, 2, 2, d_token=4, position="learned", seeds=(1, 2))
+    >>> history = train(model, tokens, labels, tokens, labels, steps=60, batch_size=8)
+    >>> history.final_accuracy
+    array([1., 1.])
+    """
+    if not isinstance(model, AttentionClassifier):
+        raise TypeError(f"model must be an AttentionClassifier, got {type(model).__name__}")
+    train_tokens = check_index_array("train_tokens", train_tokens, ndim=2, upper=model.vocab_size)
+    test_tokens = check_index_array("test_tokens", test_tokens, ndim=2, upper=model.vocab_size)
+    train_tokens = model._check_tokens(train_tokens)
+    test_tokens = model._check_tokens(test_tokens)
+    train_labels = model._check_labels(train_labels, train_tokens)
+    test_labels = model._check_labels(test_labels, test_tokens)
+    n_train = train_tokens.shape[0]
+    steps = check_integer("steps", steps, minimum=1)
+    batch_size = check_integer("batch_size", batch_size, minimum=1, maximum=n_train)
+    eval_every = check_integer("eval_every", eval_every, minimum=1)
+    optimiser = Adam(model.params, learning_rate=learning_rate)
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        rngs = [np.random.default_rng([1, s]) for s in model.seeds]
+        per_epoch = n_train // batch_size
+        order = np.stack([rng.permutation(n_train) for rng in rngs])
+        eval_steps = [0]
+        accuracies = [model._accuracy(test_tokens, test_labels)]
+        losses = []
+        for step in range(1, steps + 1):
+            slot = (step - 1) % per_epoch
+            if slot == 0 and step > 1:
+                order = np.stack([rng.permutation(n_train) for rng in rngs])
+            batch = order[:, slot * batch_size : (slot + 1) * batch_size]  # (n_models, batch)
+            loss, grads = model._loss_and_gradients(train_tokens[batch], train_labels[batch])
+            optimiser.step(grads)
+            losses.append(loss)
+            if step % eval_every == 0 or step == steps:
+                eval_steps.append(step)
+                accuracies.append(model._accuracy(test_tokens, test_labels))
+    return TrainingHistory(np.array(eval_steps), np.array(accuracies), np.array(losses))
+
+
+def gradient_check(
+    model: AttentionClassifier,
+    tokens: Any,
+    labels: Any,
+    *,
+    n_entries: int = 4,
+    eps: float = 1e-6,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Compare analytic gradients with central finite differences on a few entries.
+
+    For ``n_entries`` randomly chosen entries of every parameter, the
+    derivative of the summed loss of all copies is estimated as
+    ``(loss(theta + eps) - loss(theta - eps)) / (2 eps)`` and compared with
+    :meth:`AttentionClassifier.loss_and_gradients`. The parameters are left
+    as they were.
+
+    Returns
+    -------
+    dict of str to float
+        For every parameter, the largest difference ``|analytic - numeric|``
+        over the checked entries, relative to the largest analytic gradient
+        entry of that parameter (an entry whose gradient is nearly zero would
+        make a plain relative error meaningless).
+
+    Examples
+    --------
+    >>> model = AttentionClassifier(4, 4, 3, d_token=4, position="learned", combine="concat")
+    >>> tokens, labels = np.array([[0, 1, 2, 3], [3, 2, 1, 0]]), np.array([0, 2])
+    >>> errors = gradient_check(model, tokens, labels)
+    >>> max(errors.values()) < 1e-6
+    True
+    """
+    if not isinstance(model, AttentionClassifier):
+        raise TypeError(f"model must be an AttentionClassifier, got {type(model).__name__}")
+    if model.dtype != np.float64:
+        raise ValueError(f"model must compute in float64 for a gradient check, got {model.dtype}")
+    tokens = model._check_tokens(tokens)
+    labels = model._check_labels(labels, tokens)
+    n_entries = check_integer("n_entries", n_entries, minimum=1)
+    eps = check_real("eps", eps, positive=True)
+    rng = np.random.default_rng(check_integer("seed", seed, minimum=0))
+    _, grads = model._loss_and_gradients(tokens, labels)
+    errors = {}
+    for name, value in model.params.items():
+        flat = value.reshape(-1)
+        scale = max(float(np.abs(grads[name]).max()), 1e-12)
+        worst = 0.0
+        for index in rng.choice(flat.size, size=min(n_entries, flat.size), replace=False):
+            saved = flat[index]
+            flat[index] = saved + eps
+            up = model._loss_and_gradients(tokens, labels)[0].sum()
+            flat[index] = saved - eps
+            down = model._loss_and_gradients(tokens, labels)[0].sum()
+            flat[index] = saved
+            numeric = (up - down) / (2 * eps)
+            analytic = grads[name].reshape(-1)[index]
+            worst = max(worst, abs(analytic - numeric) / scale)
+        errors[name] = float(worst)
+    return errors

@@ -1,0 +1,305 @@
+"""Figures of chapter 5, addition or concatenation.
+
+Each function returns a :class:`matplotlib.figure.Figure`. The numbers are
+computed by :mod:`posenc.experiment` and passed in; the functions here only
+draw them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..experiment import SCORE_TERMS, SummaryRow
+from ..validation import check_array
+from .style import QUALITATIVE, detached
+
+__all__ = [
+    "accuracy_figure",
+    "cosine_figure",
+    "learning_curve_figure",
+    "readout_figure",
+    "score_term_figure",
+]
+
+
+# Okabe-Ito without yellow (too faint on white) and black (kept for the
+# model without positions, the baseline of every comparison).
+_PALETTE = tuple(c for c in QUALITATIVE if c not in ("#F0E442", "#000000"))
+_BASELINE = "no position"
+
+
+def _colour(index: int) -> str:
+    return _PALETTE[index % len(_PALETTE)]
+
+
+def _label_colours(labels: Sequence[str]) -> dict[str, str]:
+    """Black for the model without positions, the palette in order for the others."""
+    others = [label for label in labels if label != _BASELINE]
+    colours = {label: _colour(i) for i, label in enumerate(others)}
+    colours[_BASELINE] = "#000000"
+    return colours
+
+
+def cosine_figure(cosines: Mapping[int, np.ndarray]) -> Figure:
+    """Histograms of token-position cosines, one outline per width ``d``.
+
+    Parameters
+    ----------
+    cosines : mapping of int to array_like
+        For every width ``d``, the cosines from
+        :func:`posenc.experiment.token_position_cosines`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axis, one step histogram (as a density) per width.
+
+    Examples
+    --------
+    >>> fig = cosine_figure({16: np.linspace(-0.5, 0.5, 50), 64: np.zeros(10)})
+    >>> len(fig.axes[0].patches)
+    2
+    """
+    if not cosines:
+        raise ValueError("cosines must hold at least one width")
+    fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+    bins = np.linspace(-1, 1, 161)
+    for index, (d, values) in enumerate(sorted(cosines.items())):
+        values = check_array(f"cosines[{d}]", values, ndim=1)
+        ax.hist(
+            values,
+            bins=bins,
+            density=True,
+            histtype="step",
+            linewidth=1.8,
+            color=_colour(index),
+            label=f"d = {d}",
+        )
+    ax.set_xlabel("cosine between a token embedding and a position code (dimensionless)")
+    ax.set_ylabel("density (per unit cosine)")
+    ax.set_title("Random token embeddings are nearly orthogonal to the position codes")
+    ax.set_xlim(-0.8, 0.8)
+    ax.legend(frameon=False)
+    return detached(fig)
+
+
+def readout_figure(
+    d_values: Sequence[int],
+    by_width: Mapping[str, np.ndarray],
+    ratios: Sequence[float],
+    by_ratio: np.ndarray,
+    d_fixed: int,
+) -> Figure:
+    """Linear read-out of token and position from their sum: against ``d``, and against scale.
+
+    Parameters
+    ----------
+    d_values : sequence of int
+        Widths of the left panel.
+    by_width : mapping of str to array_like
+        For each scaling of the token embeddings (a legend label), the
+        accuracies ``(len(d_values), 2)``: token, position.
+    ratios : sequence of float
+        Length of a token vector divided by the length of a position code,
+        for the right panel.
+    by_ratio : array_like
+        Accuracies ``(len(ratios), 2)`` at width ``d_fixed``.
+    d_fixed : int
+        Width of the right panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two axes.
+
+    Examples
+    --------
+    >>> acc = np.ones((2, 2))
+    >>> fig = readout_figure([8, 16], {"x1": acc}, [0.5, 2.0], acc, 16)
+    >>> len(fig.axes)
+    2
+    """
+    d_values = np.asarray(d_values)
+    ratios = check_array("ratios", ratios, ndim=1)
+    by_ratio = check_array("by_ratio", by_ratio, shape=(ratios.size, 2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.9), layout="constrained")
+    for index, (label, acc) in enumerate(by_width.items()):
+        acc = check_array(f"by_width[{label!r}]", acc, shape=(d_values.size, 2))
+        colour = _colour(index)
+        left.plot(d_values, 100 * acc[:, 0], "o-", color=colour, label=f"token, {label}")
+        left.plot(d_values, 100 * acc[:, 1], "s--", color=colour, label=f"position, {label}")
+    left.set_xscale("log", base=2)
+    left.set_xticks(d_values, [str(d) for d in d_values])
+    left.set_xlabel("width d (columns)")
+    left.set_ylabel("recovered from the sum (% of pairs)")
+    left.set_title("Against the width")
+    left.set_ylim(0, 104)
+    left.legend(frameon=False, fontsize="small")
+    right.plot(ratios, 100 * by_ratio[:, 0], "o-", color=_colour(0), label="token")
+    right.plot(ratios, 100 * by_ratio[:, 1], "s--", color=_colour(1), label="position")
+    right.axvline(np.sqrt(2), color="0.4", linestyle=":", label=r"ratio $\sqrt{2}$")
+    right.set_xscale("log", base=2)
+    right.set_xlabel("length of token vector / length of position code (ratio)")
+    right.set_ylabel("recovered from the sum (% of pairs)")
+    right.set_title(f"Against the scale of the tokens, d = {d_fixed}")
+    right.set_ylim(0, 104)
+    right.legend(frameon=False, fontsize="small")
+    return detached(fig)
+
+
+def score_term_figure(sizes: Mapping[str, np.ndarray], title: str) -> Figure:
+    """Sizes of the four attention-score terms, one group of bars per term.
+
+    Parameters
+    ----------
+    sizes : mapping of str to array_like
+        For every case (a legend label), the sizes ``(4, n_models)`` from
+        :func:`posenc.experiment.term_sizes`; the bar is the mean over the
+        copies, the error bar spans the smallest to the largest copy.
+    title : str
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axis.
+
+    Examples
+    --------
+    >>> fig = score_term_figure({"random": np.ones((4, 3))}, "sizes")
+    >>> len(fig.axes[0].patches)
+    4
+    """
+    if not sizes:
+        raise ValueError("sizes must hold at least one case")
+    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    positions = np.arange(len(SCORE_TERMS))
+    width = 0.8 / len(sizes)
+    for index, (label, values) in enumerate(sizes.items()):
+        values = check_array(f"sizes[{label!r}]", values, ndim=2)
+        if values.shape[0] != len(SCORE_TERMS):
+            raise ValueError(f"sizes[{label!r}] must have 4 rows, got shape {values.shape}")
+        mean = values.mean(axis=1)
+        err = np.stack([mean - values.min(axis=1), values.max(axis=1) - mean])
+        offset = (index - (len(sizes) - 1) / 2) * width
+        ax.bar(
+            positions + offset,
+            mean,
+            width,
+            yerr=err,
+            capsize=3,
+            color=_colour(index),
+            label=label,
+        )
+    ax.set_xticks(positions, list(SCORE_TERMS))
+    ax.set_xlabel("term of the attention score (query part - key part)")
+    ax.set_ylabel("size: RMS over keys, row mean removed (score units)")
+    ax.set_title(title)
+    ax.legend(frameon=False, fontsize="small")
+    return detached(fig)
+
+
+def accuracy_figure(
+    rows: Sequence[SummaryRow],
+    chance: Mapping[str, tuple[float, float, float]],
+) -> Figure:
+    """Mean test accuracy with its 95 % interval, one panel per task.
+
+    Parameters
+    ----------
+    rows : sequence of SummaryRow
+        From :func:`posenc.experiment.summarise`.
+    chance : mapping of str to (float, float, float)
+        For every task: the chance level and the interval a constant guess
+        reaches (from :func:`posenc.experiment.chance_interval`), drawn as a
+        grey band.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axis per task.
+    """
+    tasks = list(dict.fromkeys(r.task for r in rows))
+    if not tasks:
+        raise ValueError("rows must not be empty")
+    fig, axes = plt.subplots(
+        1,
+        len(tasks),
+        figsize=(2.2 + 3.6 * len(tasks), 4),
+        layout="constrained",
+        squeeze=False,
+        sharey=True,
+    )
+    for ax, task in zip(axes[0], tasks, strict=True):
+        mine = [r for r in rows if r.task == task]
+        colours = _label_colours([r.label for r in mine])
+        y = np.arange(len(mine))[::-1]
+        for yi, r in zip(y, mine, strict=True):
+            ax.errorbar(
+                100 * r.mean,
+                yi,
+                xerr=[[100 * (r.mean - r.low)], [100 * (r.high - r.mean)]],
+                fmt="o",
+                capsize=4,
+                color=colours[r.label],
+            )
+            ax.plot(
+                100 * r.accuracies,
+                np.full(r.accuracies.size, yi - 0.22),
+                "|",
+                color=colours[r.label],
+                markersize=6,
+            )
+        if task in chance:
+            level, low, high = chance[task]
+            ax.axvspan(100 * low, 100 * high, color="0.85", zorder=0, label="chance interval")
+            ax.axvline(100 * level, color="0.5", linewidth=1)
+            ax.legend(frameon=False, loc="lower right", fontsize="small")
+        ax.set_yticks(y, [r.label for r in mine])
+        ax.set_xlim(0, 102)
+        ax.set_xlabel("test accuracy (%)")
+        ax.set_title(f"{task} task")
+    fig.suptitle("Test accuracy over five seeds")
+    return detached(fig)
+
+
+def learning_curve_figure(
+    curves: Mapping[str, tuple[np.ndarray, Mapping[str, np.ndarray]]],
+) -> Figure:
+    """Test accuracy during training, one panel per task: mean over seeds and their range.
+
+    Parameters
+    ----------
+    curves : mapping of str to (array_like, mapping of str to array_like)
+        For every task, the output of :func:`posenc.experiment.learning_curves`:
+        the steps and, per configuration, an array ``(3, n_eval)`` (mean,
+        lowest, highest).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axis per task.
+    """
+    if not curves:
+        raise ValueError("curves must hold at least one task")
+    fig, axes = plt.subplots(
+        1, len(curves), figsize=(4.7 * len(curves), 3.8), layout="constrained", squeeze=False
+    )
+    for ax, (task, (steps, by_label)) in zip(axes[0], curves.items(), strict=True):
+        steps = check_array("steps", steps, ndim=1)
+        colours = _label_colours(list(by_label))
+        for label, band in by_label.items():
+            band = check_array(f"curves[{task!r}][{label!r}]", band, shape=(3, steps.size))
+            style = "--" if "concat" in label else "-"
+            ax.plot(steps, 100 * band[0], style, color=colours[label], label=label)
+            ax.fill_between(steps, 100 * band[1], 100 * band[2], color=colours[label], alpha=0.12)
+        ax.set_xlabel("training step (updates)")
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_ylim(0, 102)
+        ax.set_title(f"{task} task")
+    axes[0, -1].legend(frameon=False, fontsize="small", loc="lower right")
+    fig.suptitle("Learning curves: mean over seeds, band from lowest to highest seed")
+    return detached(fig)

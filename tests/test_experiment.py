@@ -1,0 +1,445 @@
+"""Tests of posenc.experiment: the analysis, width matching, runner and statistics."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from posenc import sinusoidal
+from posenc.experiment import (
+    CONFIGURATIONS,
+    SCORE_TERMS,
+    ExperimentResult,
+    SummaryRow,
+    chance_interval,
+    difference_interval,
+    format_summary,
+    learning_curves,
+    mean_confidence_interval,
+    model_score_terms,
+    parameter_count,
+    readout_accuracy,
+    run_experiment,
+    score_terms,
+    split_weight,
+    summarise,
+    term_sizes,
+    token_position_cosines,
+    variant_spec,
+)
+from posenc.model import AttentionClassifier
+from posenc.tasks import make_task
+
+# --- linear algebra --------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), d_x=st.integers(1, 6), d_p=st.integers(1, 6))
+def test_concatenation_then_linear_is_a_sum_of_projections(seed, d_x, d_p):
+    rng = np.random.default_rng(seed)
+    x, p, w = rng.normal(size=d_x), rng.normal(size=d_p), rng.normal(size=(d_x + d_p, 3))
+    w_x, w_p = split_weight(w, d_x)
+    assert w_x.shape == (d_x, 3) and w_p.shape == (d_p, 3)
+    np.testing.assert_allclose(np.concatenate([x, p]) @ w, x @ w_x + p @ w_p, atol=1e-12)
+
+
+def test_split_weight_returns_copies_and_rejects_bad_input():
+    w = np.arange(6.0).reshape(3, 2)
+    w_x, _ = split_weight(w, 2)
+    w_x[0, 0] = 99.0
+    assert w[0, 0] == 0.0
+    with pytest.raises(ValueError, match="d_token must be an integer >= 1 and <= 2"):
+        split_weight(w, 3)
+    with pytest.raises(ValueError, match="w must have at least 2 rows"):
+        split_weight(np.ones((1, 2)), 1)
+    with pytest.raises(ValueError, match="w must have 2 dimensions"):
+        split_weight(np.ones(4), 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    position=st.sampled_from(["none", "sinusoidal", "learned"]),
+    combine=st.sampled_from(["add", "concat"]),
+    d_token=st.integers(1, 6),
+    d_position=st.integers(1, 6),
+    d_k=st.integers(1, 5),
+    d_v=st.integers(1, 5),
+    n_classes=st.integers(2, 5),
+)
+def test_parameter_count_matches_the_model(
+    position, combine, d_token, d_position, d_k, d_v, n_classes
+):
+    if position == "none":
+        combine, d_position = "add", 0
+    elif combine == "add":
+        d_position = d_token
+    model = AttentionClassifier(
+        7,
+        5,
+        n_classes,
+        d_token=d_token,
+        d_position=d_position or None,
+        d_k=d_k,
+        d_v=d_v,
+        position=position,
+        combine=combine,
+    )
+    count = parameter_count(
+        vocab_size=7,
+        length=5,
+        n_classes=n_classes,
+        d_token=d_token,
+        d_position=d_position,
+        position=position,
+        combine=combine,
+        d_k=d_k,
+        d_v=d_v,
+    )
+    assert count == model.n_parameters
+
+
+def test_variant_spec_equal_width_splits_the_columns():
+    spec = variant_spec(
+        "sinusoidal-concat", "width", d_model=16, vocab_size=8, length=8, n_classes=8
+    )
+    assert (spec.d_token, spec.d_position, spec.width, spec.d_k, spec.d_v) == (8, 8, 16, 16, 16)
+    assert spec.label == "sinusoidal concat, equal width"
+    for matching in ("width", "parameters"):
+        added = variant_spec(
+            "learned-add", matching, d_model=16, vocab_size=8, length=8, n_classes=2
+        )
+        assert (added.d_token, added.width, added.label) == (16, 16, "learned add")
+    none = variant_spec("none", "parameters", d_model=16, vocab_size=8, length=8, n_classes=2)
+    assert (none.d_position, none.width, none.label) == (0, 16, "no position")
+
+
+@pytest.mark.parametrize("kind", ["sinusoidal", "learned"])
+@pytest.mark.parametrize(
+    ("d_model", "vocab", "length", "classes"),
+    [(16, 8, 8, 8), (16, 8, 8, 2), (12, 30, 10, 3), (32, 100, 50, 10)],
+)
+def test_variant_spec_equal_parameters_picks_the_closest_width(
+    kind, d_model, vocab, length, classes
+):
+    sizes = dict(vocab_size=vocab, length=length, n_classes=classes)
+    spec = variant_spec(f"{kind}-concat", "parameters", d_model=d_model, **sizes)
+    target = variant_spec(f"{kind}-add", "width", d_model=d_model, **sizes).n_parameters
+
+    def count(m):  # independent of the library: the formula written out
+        learned = length * m if kind == "learned" else 0
+        return vocab * m + learned + 3 * (2 * m) * d_model + d_model * classes + classes
+
+    best = min(range(1, 2 * d_model + 1), key=lambda m: (abs(count(m) - target), m))
+    assert spec.d_token == spec.d_position == best
+    assert spec.n_parameters == count(best) and spec.width == 2 * best
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "pattern"),
+    [
+        (("sinusoidal-multiply", "width"), ValueError, "variant must be one of"),
+        (("learned-concat", "flops"), ValueError, r"matching must be one of \('width'"),
+        (("learned-concat", "width", 15), ValueError, "d_model must be even"),
+        (("learned-add", "width", 1), ValueError, "d_model must be an integer >= 2"),
+    ],
+)
+def test_variant_spec_bad_input(args, error, pattern):
+    variant, matching, *rest = args
+    d_model = rest[0] if rest else 16
+    with pytest.raises(error, match=pattern):
+        variant_spec(variant, matching, d_model=d_model, vocab_size=8, length=8, n_classes=2)
+
+
+# --- geometry ----------------------------------------------------------------------------
+
+
+def test_cosines_against_a_direct_computation():
+    cos = token_position_cosines(8, n_tokens=5, length=6, seed=2)
+    tokens = np.random.default_rng(2).normal(size=(5, 8))
+    codes = sinusoidal(6, 8)
+    direct = [t @ c / (np.linalg.norm(t) * np.linalg.norm(c)) for t in tokens for c in codes]
+    np.testing.assert_allclose(cos, direct, atol=1e-12)
+
+
+@pytest.mark.parametrize("d", [32, 128, 512])
+def test_cosine_spread_is_one_over_root_d(d):
+    cos = token_position_cosines(d, n_tokens=200, length=100)
+    assert np.all(np.abs(cos) <= 1.0)
+    assert abs(cos.mean()) < 3 / math.sqrt(d * 200)
+    assert abs(cos.std() * math.sqrt(d) - 1) < 0.1
+
+
+def test_readout_is_exact_when_wide_and_lossy_when_narrow():
+    assert readout_accuracy(64, vocab_size=16, length=16) == (1.0, 1.0)
+    assert readout_accuracy(64, vocab_size=16, length=16, scale=50.0) == (1.0, 1.0)
+    token, position = readout_accuracy(8, vocab_size=16, length=16)
+    assert token < 1.0 and position < 1.0
+
+
+def test_readout_matches_an_independent_least_squares_fit():
+    d, vocab, length, scale = 12, 10, 9, 2.0
+    rng = np.random.default_rng(0)
+    tokens = rng.normal(scale=scale / math.sqrt(d), size=(vocab, d))
+    codes = sinusoidal(length, d)
+    rows, token_of, position_of = [], [], []
+    for t in range(vocab):
+        for k in range(length):
+            rows.append(np.append(tokens[t] + codes[k], 1.0))
+            token_of.append(t)
+            position_of.append(k)
+    a = np.array(rows)
+    fit_t = np.linalg.pinv(a) @ np.eye(vocab)[token_of]
+    fit_p = np.linalg.pinv(a) @ np.eye(length)[position_of]
+    expected = (
+        np.mean((a @ fit_t).argmax(axis=1) == token_of),
+        np.mean((a @ fit_p).argmax(axis=1) == position_of),
+    )
+    assert readout_accuracy(d, vocab_size=vocab, length=length, scale=scale) == pytest.approx(
+        expected
+    )
+
+
+def test_longer_tokens_cost_position_at_short_width():
+    short = readout_accuracy(32, scale=0.5)
+    long = readout_accuracy(32, scale=32.0)
+    assert long[1] < short[1] - 0.2 and long[0] >= short[0]
+
+
+def test_readout_bad_input():
+    with pytest.raises(ValueError, match="scale must be a finite number > 0"):
+        readout_accuracy(8, scale=0.0)
+    with pytest.raises(ValueError, match="vocab_size must be an integer >= 2"):
+        readout_accuracy(8, vocab_size=1)
+
+
+# --- the four terms ------------------------------------------------------------------------
+
+
+def test_score_terms_are_the_four_products_and_sum_to_the_score():
+    rng = np.random.default_rng(0)
+    x, p = rng.normal(size=(5, 4)), rng.normal(size=(5, 4))
+    w_q, w_k = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    terms = score_terms(x, p, w_q, w_k)
+    m = w_q @ w_k.T / math.sqrt(3)
+    for got, (a, b) in zip(terms, [(x, x), (x, p), (p, x), (p, p)], strict=True):
+        np.testing.assert_allclose(got, a @ m @ b.T, atol=1e-12)
+    z = x + p
+    np.testing.assert_allclose(terms.sum(axis=0), z @ m @ z.T, atol=1e-12)
+
+
+def test_score_terms_bad_shapes():
+    ones = np.ones
+    with pytest.raises(ValueError, match=r"p must have shape \(5, 4\)"):
+        score_terms(ones((5, 4)), ones((5, 3)), ones((4, 2)), ones((4, 2)))
+    with pytest.raises(ValueError, match=r"w_k must have shape \(4, 2\)"):
+        score_terms(ones((5, 4)), ones((5, 4)), ones((4, 2)), ones((4, 3)))
+
+
+@pytest.mark.parametrize(
+    ("position", "combine"),
+    [("sinusoidal", "add"), ("learned", "add"), ("sinusoidal", "concat"), ("learned", "concat")],
+)
+def test_model_score_terms_sum_to_the_models_own_scores(position, combine):
+    model = AttentionClassifier(
+        6,
+        5,
+        3,
+        d_token=4,
+        d_position=2 if combine == "concat" else None,
+        d_k=3,
+        position=position,
+        combine=combine,
+        embedding_scale=1.5,
+        seeds=(0, 1),
+    )
+    tokens = np.random.default_rng(1).integers(0, 6, size=(7, 5))
+    terms = model_score_terms(model, tokens)
+    assert terms.shape == (4, 2, 7, 5, 5)
+    z = model.attention_input(tokens)
+    q = z @ model.params["w_q"][:, None]
+    k = z @ model.params["w_k"][:, None]
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(3)
+    np.testing.assert_allclose(terms.sum(axis=0), scores, atol=1e-12)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    np.testing.assert_allclose(
+        weights / weights.sum(-1, keepdims=True), model.attention_weights(tokens), atol=1e-12
+    )
+
+
+def test_model_score_terms_bad_input():
+    with pytest.raises(ValueError, match="model must have a position signal"):
+        model_score_terms(
+            AttentionClassifier(4, 4, 2, d_token=4, position="none"), np.zeros((1, 4), dtype=int)
+        )
+    with pytest.raises(TypeError, match="model must be an AttentionClassifier"):
+        model_score_terms(None, np.zeros((1, 4), dtype=int))
+
+
+def test_term_sizes_ignore_row_constants_and_scale_linearly():
+    rng = np.random.default_rng(3)
+    terms = rng.normal(size=(4, 2, 3, 5, 5))
+    sizes = term_sizes(terms)
+    assert sizes.shape == (4, 2)
+    shifted = terms + rng.normal(size=(4, 2, 3, 5, 1))  # a constant per query row
+    np.testing.assert_allclose(term_sizes(shifted), sizes, atol=1e-12)
+    np.testing.assert_allclose(term_sizes(3 * terms), 3 * sizes, atol=1e-12)
+    single = terms[:, 0, 0]
+    centred = single - single.mean(axis=-1, keepdims=True)
+    np.testing.assert_allclose(term_sizes(single), np.sqrt((centred**2).mean(axis=(1, 2))))
+    with pytest.raises(ValueError, match=r"terms must have shape \(4, \.\.\., L, L\)"):
+        term_sizes(np.ones((3, 5, 5)))
+    assert len(SCORE_TERMS) == 4
+
+
+# --- statistics ----------------------------------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(0, 1), min_size=2, max_size=10), st.sampled_from([0.9, 0.95, 0.99]))
+def test_mean_interval_matches_scipy(values, confidence):
+    mean, low, high = mean_confidence_interval(values, confidence)
+    assert mean == pytest.approx(np.mean(values))
+    sem = stats.sem(values)
+    if sem == 0:
+        assert low == high == pytest.approx(mean)
+    else:
+        lo, hi = stats.t.interval(confidence, len(values) - 1, loc=np.mean(values), scale=sem)
+        assert (low, high) == pytest.approx((lo, hi))
+
+
+def test_chance_interval_is_the_binomial_interval():
+    low, high = chance_interval(500, 0.125)
+    assert (low, high) == (48 / 500, 77 / 500)
+    assert chance_interval(10, 0.5, 0.5)[0] <= 0.5 <= chance_interval(10, 0.5, 0.5)[1]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.floats(0, 1), min_size=3, max_size=8),
+    st.lists(st.floats(0, 1), min_size=3, max_size=8),
+)
+def test_difference_interval_matches_welch(a, b):
+    diff, low, high = difference_interval(a, b)
+    assert diff == pytest.approx(np.mean(a) - np.mean(b))
+    if np.var(a) + np.var(b) > 1e-12:
+        ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+        assert (low, high) == pytest.approx((ci.low, ci.high), rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda: mean_confidence_interval([1.0]), "values must hold at least 2 numbers"),
+        (lambda: mean_confidence_interval([1.0, 2.0], 1.0), "strictly between 0 and 1"),
+        (lambda: difference_interval([1.0], [1.0, 2.0]), "at least 2 numbers each"),
+        (lambda: chance_interval(0, 0.5), "n_test must be an integer >= 1"),
+        (lambda: chance_interval(10, 1.5), "chance must be <= 1.0"),
+        (lambda: chance_interval(10, 0.5, 0.0), "strictly between 0 and 1"),
+    ],
+)
+def test_statistics_bad_input(call, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call()
+
+
+# --- the runner ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_result():
+    tasks = [
+        make_task("absolute", length=5, n_train=60, n_test=40, seed=0),
+        make_task("relative", length=5, n_train=60, n_test=40, seed=1),
+    ]
+    configurations = [("none", "width"), ("learned-add", "width"), ("learned-concat", "parameters")]
+    return run_experiment(
+        tasks,
+        d_model=8,
+        seeds=(0, 1, 2),
+        configurations=configurations,
+        steps=12,
+        batch_size=10,
+        eval_every=5,
+    )
+
+
+def test_run_experiment_structure(small_result):
+    assert isinstance(small_result, ExperimentResult)
+    assert small_result.tasks == ("absolute", "relative")
+    assert small_result.seeds == (0, 1, 2)
+    assert small_result.n_test == {"absolute": 40, "relative": 40}
+    assert len(small_result.runs) == 6
+    run = small_result.run("relative", "learned concat, equal parameters")
+    assert run.model.n_models == 3 and run.model.dtype == np.float32
+    assert run.history.steps.tolist() == [0, 5, 10, 12]
+    assert run.accuracies.shape == (3,)
+    with pytest.raises(KeyError, match="no run for task 'relative' and label 'nothing'"):
+        small_result.run("relative", "nothing")
+
+
+def test_run_experiment_is_deterministic(small_result):
+    tasks = [make_task("absolute", length=5, n_train=60, n_test=40, seed=0)]
+    again = run_experiment(
+        tasks,
+        d_model=8,
+        seeds=(0, 1, 2),
+        configurations=[("learned-add", "width")],
+        steps=12,
+        batch_size=10,
+        eval_every=5,
+    )
+    np.testing.assert_array_equal(
+        again.runs[0].history.train_loss,
+        small_result.run("absolute", "learned add").history.train_loss,
+    )
+
+
+def test_summary_and_table(small_result):
+    rows = summarise(small_result)
+    assert [r.label for r in rows[:3]] == [
+        "no position",
+        "learned add",
+        "learned concat, equal parameters",
+    ]
+    for row, run in zip(rows, small_result.runs, strict=True):
+        mean, low, high = mean_confidence_interval(run.accuracies)
+        assert row.mean == pytest.approx(mean)
+        assert row.low == pytest.approx(max(low, 0.0)) and row.high == pytest.approx(min(high, 1))
+    text = format_summary(rows).splitlines()
+    assert len(text) == 8 and text[0].startswith("absolute task")
+    assert text[4].startswith("relative task")
+    assert f"{100 * rows[1].mean:6.1f}" in text[2]
+
+
+def test_format_summary_example():
+    row = SummaryRow("absolute", "x", 1, 2, 3, 4, np.array([0.5, 0.7]), 0.6, 0.4, 0.8)
+    line = format_summary([row]).splitlines()[1]
+    assert line.split()[-4:] == ["60.0", "[", "40.0,", "80.0]"]
+
+
+def test_learning_curves(small_result):
+    steps, curves = learning_curves(small_result, "absolute")
+    assert steps.tolist() == [0, 5, 10, 12]
+    band = curves["learned add"]
+    acc = small_result.run("absolute", "learned add").history.test_accuracy
+    np.testing.assert_allclose(band, [acc.mean(1), acc.min(1), acc.max(1)])
+    with pytest.raises(ValueError, match="task must be one of"):
+        learning_curves(small_result, "copy")
+
+
+def test_runner_bad_input():
+    task = make_task("absolute", length=5, n_train=60, n_test=40, seed=0)
+    with pytest.raises(TypeError, match="tasks must be a non-empty sequence of TaskData"):
+        run_experiment([])
+    with pytest.raises(ValueError, match="configurations must not be empty"):
+        run_experiment([task], configurations=[])
+    with pytest.raises(ValueError, match="variant must be one of"):
+        run_experiment([task], configurations=[("rope-add", "width")], steps=1)
+    with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
+        run_experiment([task], configurations=[("learned-add", "width")], learning_rate=-1.0)
+    with pytest.raises(TypeError, match="result must be an ExperimentResult"):
+        summarise([])
+    assert len(CONFIGURATIONS) == 7

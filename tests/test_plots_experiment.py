@@ -1,0 +1,99 @@
+"""Tests of posenc.plots.experiment: each figure draws exactly the numbers it is given."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from posenc import plots
+from posenc.experiment import SCORE_TERMS, SummaryRow
+
+
+def labelled(ax):
+    return ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+
+
+def test_cosine_figure_one_histogram_per_width():
+    data = {64: np.linspace(-0.2, 0.2, 101), 16: np.linspace(-0.5, 0.5, 101)}
+    fig = plots.cosine_figure(data)
+    assert isinstance(fig, Figure) and fig.number not in plt.get_fignums()
+    ax = fig.axes[0]
+    assert labelled(ax) and "dimensionless" in ax.get_xlabel()
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["d = 16", "d = 64"]
+    assert len(ax.patches) == 2
+    with pytest.raises(ValueError, match="cosines must hold at least one width"):
+        plots.cosine_figure({})
+    with pytest.raises(ValueError, match=r"cosines\[8\] must have 1 dimensions"):
+        plots.cosine_figure({8: np.ones((2, 2))})
+
+
+def test_readout_figure_draws_percentages():
+    d_values = [8, 16, 32]
+    acc = np.array([[0.5, 0.25], [0.75, 0.5], [1.0, 1.0]])
+    ratios = [0.5, 1.0, 2.0]
+    by_ratio = np.array([[1.0, 0.9], [1.0, 0.8], [1.0, 0.6]])
+    fig = plots.readout_figure(d_values, {"x1": acc}, ratios, by_ratio, 32)
+    left, right = fig.axes
+    assert labelled(left) and labelled(right) and "32" in right.get_title()
+    lines = left.get_lines()
+    np.testing.assert_allclose(lines[0].get_ydata(), [50, 75, 100])
+    np.testing.assert_allclose(lines[1].get_ydata(), [25, 50, 100])
+    np.testing.assert_allclose(right.get_lines()[1].get_ydata(), [90, 80, 60])
+    with pytest.raises(ValueError, match=r"by_ratio must have shape \(3, 2\)"):
+        plots.readout_figure(d_values, {"x1": acc}, ratios, by_ratio[:2], 32)
+    with pytest.raises(ValueError, match=r"by_width\['x1'\] must have shape \(3, 2\)"):
+        plots.readout_figure(d_values, {"x1": acc[:2]}, ratios, by_ratio, 32)
+
+
+def test_score_term_figure_bars_are_means_with_min_max_errors():
+    sizes = {"a": np.array([[1.0, 3.0]] * 4), "b": np.arange(8.0).reshape(4, 2)}
+    fig = plots.score_term_figure(sizes, "terms")
+    ax = fig.axes[0]
+    assert labelled(ax) and ax.get_title() == "terms"
+    heights = [patch.get_height() for patch in ax.patches]
+    np.testing.assert_allclose(heights, [2, 2, 2, 2, 0.5, 2.5, 4.5, 6.5])
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(SCORE_TERMS)
+    with pytest.raises(ValueError, match="must have 4 rows"):
+        plots.score_term_figure({"a": np.ones((3, 2))}, "t")
+    with pytest.raises(ValueError, match="sizes must hold at least one case"):
+        plots.score_term_figure({}, "t")
+
+
+def rows():
+    out = []
+    for task in ("absolute", "relative"):
+        for label, mean in (("no position", 0.5), ("learned add", 0.9)):
+            acc = np.array([mean - 0.1, mean, mean + 0.1])
+            out.append(SummaryRow(task, label, 4, 4, 4, 10, acc, mean, mean - 0.2, mean + 0.05))
+    return out
+
+
+def test_accuracy_figure_one_panel_per_task_with_intervals():
+    chance = {"absolute": (0.5, 0.4, 0.6), "relative": (0.5, 0.45, 0.55)}
+    fig = plots.accuracy_figure(rows(), chance)
+    assert len(fig.axes) == 2
+    ax = fig.axes[0]
+    assert ax.get_title() == "absolute task" and "%" in ax.get_xlabel()
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["no position", "learned add"]
+    points = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    np.testing.assert_allclose(sorted(p.get_xdata()[0] for p in points), [50, 90])
+    with pytest.raises(ValueError, match="rows must not be empty"):
+        plots.accuracy_figure([], chance)
+
+
+def test_learning_curve_figure_draws_the_means():
+    steps = np.array([0, 10, 20])
+    band = np.array([[0.5, 0.7, 0.9], [0.4, 0.6, 0.8], [0.6, 0.8, 1.0]])
+    fig = plots.learning_curve_figure({"relative": (steps, {"learned concat, x": band})})
+    ax = fig.axes[0]
+    assert labelled(ax) and ax.get_title() == "relative task"
+    (line,) = ax.get_lines()
+    np.testing.assert_allclose(line.get_ydata(), [50, 70, 90])
+    assert line.get_linestyle() == "--"  # concatenated models are dashed
+    fig = plots.learning_curve_figure({"t": (steps, {"no position": band, "other": band})})
+    baseline, other = fig.axes[0].get_lines()
+    assert baseline.get_color() == "#000000" and other.get_color() != "#000000"
+    with pytest.raises(ValueError, match="curves must hold at least one task"):
+        plots.learning_curve_figure({})
+    with pytest.raises(ValueError, match=r"must have shape \(3, 3\)"):
+        plots.learning_curve_figure({"t": (steps, {"a": band[:2]})})
