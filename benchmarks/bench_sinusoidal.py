@@ -7,7 +7,8 @@ Prints
     direct float64 evaluation and the largest error against an exact
     (mpmath) reference on sampled entries, for both methods;
 (b) the speed-up over the literal double loop of the popular tutorials at
-    256 x 256.
+    256 x 256 (NumPy scalar functions per entry, as they write it), and over
+    the same loop with the faster ``math`` functions.
 
 Targets: (a) at most 0.5 with the difference at most 1e-12; (b) at least 50.
 Each time is the minimum over several repetitions, to keep other processes'
@@ -48,7 +49,18 @@ def direct_table(length: int, d_model: int) -> np.ndarray:
 
 
 def literal_loop(length: int, d_model: int, base: float = 10_000.0) -> np.ndarray:
-    """The double loop as the popular tutorials write it."""
+    """The double loop as the popular tutorials write it: NumPy's scalar functions per entry."""
+    table = np.zeros((length, d_model))
+    for k in range(length):
+        for i in np.arange(d_model // 2):
+            denominator = np.power(base, 2 * i / d_model)
+            table[k, 2 * i] = np.sin(k / denominator)
+            table[k, 2 * i + 1] = np.cos(k / denominator)
+    return table
+
+
+def math_loop(length: int, d_model: int, base: float = 10_000.0) -> np.ndarray:
+    """The same loop with the math module's scalar functions, the fastest pure-Python form."""
     table = np.zeros((length, d_model))
     for k in range(length):
         for i in range(d_model // 2):
@@ -90,13 +102,19 @@ def main() -> None:
 
     small = 256
     t_loop = best_time(lambda: literal_loop(small, small), repeat=3)
+    t_math = best_time(lambda: math_loop(small, small), repeat=3)
     t_small = best_time(lambda: sinusoidal(small, small), repeat=50)
     np.testing.assert_allclose(sinusoidal(small, small), literal_loop(small, small), atol=1e-12)
+    np.testing.assert_allclose(sinusoidal(small, small), math_loop(small, small), atol=1e-12)
     print(
-        f"(b) {small} x {small}: literal double loop {t_loop * 1e3:.1f} ms, "
+        f"(b) {small} x {small}: tutorials' double loop {t_loop * 1e3:.1f} ms, "
         f"posenc {t_small * 1e3:.3f} ms"
     )
-    print(f"    speed-up over the literal loop: {t_loop / t_small:.0f}x   (target >= 50)")
+    print(f"    speed-up over the tutorials' loop: {t_loop / t_small:.0f}x   (target >= 50)")
+    print(
+        f"    (the same loop with math.sin/math.cos takes {t_math * 1e3:.1f} ms: "
+        f"speed-up {t_math / t_small:.0f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -109,6 +109,21 @@ def _frequencies_hi_lo(d_model: int, base: float) -> tuple[np.ndarray, np.ndarra
     return hi, lo
 
 
+@functools.lru_cache(maxsize=16)
+def _offset_block(d_model: int, base: float) -> tuple[np.ndarray, np.ndarray]:
+    """sin and cos of ``j * omega_i`` for the offsets ``0 <= j < BLOCK_ROWS``.
+
+    Shape ``(BLOCK_ROWS, ceil(d_model / 2))`` each.
+
+    They depend on the width and the base only, not on the length, so they
+    are computed once and cached (read-only), like the frequencies.
+    """
+    sin_j, cos_j = _sin_cos_exact_angle(np.arange(BLOCK_ROWS), *_frequencies_hi_lo(d_model, base))
+    sin_j.flags.writeable = False
+    cos_j.flags.writeable = False
+    return sin_j, cos_j
+
+
 def wavelengths(d_model: int, base: float = 10_000.0) -> np.ndarray:
     r"""Wavelengths :math:`\lambda_i = 2\pi / \omega_i = 2\pi n^{2i/d}`, in positions.
 
@@ -224,11 +239,11 @@ def sinusoidal(
     else:
         sin_cols, cos_cols = table[:, :n_sin], table[:, n_sin:]
 
-    sin_j, cos_j = _sin_cos_exact_angle(np.arange(min(length, BLOCK_ROWS)), omega, omega_lo)
+    sin_j, cos_j = _offset_block(d_model, base)
     if length <= BLOCK_ROWS:
         # The first block needs no multiply-add: sin(0) = 0 and cos(0) = 1 exactly.
-        sin_cols[...] = sin_j
-        cos_cols[...] = cos_j[:, :n_cos]
+        sin_cols[...] = sin_j[:length]
+        cos_cols[...] = cos_j[:length, :n_cos]
         return table
 
     sin_k0, cos_k0 = _sin_cos_exact_angle(np.arange(n_blocks) * BLOCK_ROWS, omega, omega_lo)
