@@ -8,6 +8,9 @@ is re-exported here, so ``from posenc import plots; plots.heatmap(...)``
 works for any of them.
 """
 
+from .encoding import *  # noqa: F403
+from .encoding import __all__ as _encoding_all
 from .style import CMAP_DIVERGING, CMAP_SEQUENTIAL, QUALITATIVE, symmetric_limits
 
 __all__ = ["CMAP_DIVERGING", "CMAP_SEQUENTIAL", "QUALITATIVE", "symmetric_limits"]
+__all__ += _encoding_all
