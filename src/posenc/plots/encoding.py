@@ -20,6 +20,7 @@ figures.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -59,6 +60,15 @@ _MEASURE_TITLES = {"dot": "Dot products", "cosine": "Cosine distances"}
 _SIN_COLOUR, _COS_COLOUR = QUALITATIVE[0], QUALITATIVE[1]
 _MARK_COLOUR = QUALITATIVE[7]
 _PE = r"\mathrm{PE}"
+# Above the top right corner of an axes, beside its left-aligned title, clear of the data.
+_LEGEND_ABOVE = {
+    "loc": "lower right",
+    "bbox_to_anchor": (1.0, 1.0),
+    "ncols": 2,
+    "fontsize": "small",
+    "frameon": False,
+    "borderaxespad": 0.1,
+}
 
 
 def _new_figure(width: float, height: float) -> Figure:
@@ -202,7 +212,7 @@ def plot_positions_against_column(
             marker="o",
             markersize=2.5,
             linewidth=0.8,
-            label="sine columns (even $j$)",
+            label="sine, even $j$",
         )
         if d_model > 1:
             ax.plot(
@@ -212,13 +222,13 @@ def plot_positions_against_column(
                 marker="s",
                 markersize=2.5,
                 linewidth=0.8,
-                label="cosine columns (odd $j$)",
+                label="cosine, odd $j$",
             )
         ax.axhline(0.0, color="0.7", linewidth=0.6, zorder=0)
         ax.set_ylim(-1.15, 1.15)
         ax.set_ylabel(f"${_PE}_{{{k},j}}$")
         ax.set_title(f"position $k$ = {k}", fontsize="medium", loc="left")
-    axes[0].legend(loc="lower right", fontsize="small", ncols=2)
+    axes[0].legend(**_LEGEND_ABOVE)
     axes[-1].set_xlabel("column $j$ (feature index)")
     fig.suptitle(
         f"Each position is a row of waves over the columns ({_settings(None, d_model, base)})"
@@ -364,7 +374,7 @@ class EncodingView(_LiveView):
                 marker="o",
                 markersize=2.5,
                 linewidth=0.8,
-                label="sine columns (even $j$)",
+                label="sine, even $j$",
             )
             (self.cos_line,) = self.row_ax.plot(
                 [],
@@ -373,7 +383,7 @@ class EncodingView(_LiveView):
                 marker="s",
                 markersize=2.5,
                 linewidth=0.8,
-                label="cosine columns (odd $j$)",
+                label="cosine, odd $j$",
             )
             self.row_ax.axhline(0.0, color="0.7", linewidth=0.6, zorder=0)
             self.row_ax.set_ylim(-1.15, 1.15)
@@ -381,7 +391,7 @@ class EncodingView(_LiveView):
             self.row_ax.set_xlabel("column $j$ (feature index)")
             self.row_ax.set_ylabel(f"${_PE}_{{k,j}}$")
             _integer_ticks(self.row_ax.xaxis)
-            self.row_ax.legend(loc="lower right", fontsize="small", ncols=2)
+            self.row_ax.legend(**_LEGEND_ABOVE)
             self.row_title = self.row_ax.set_title("", fontsize="medium", loc="left")
             self.moving_artists = (self.marker, self.sin_line, self.cos_line, self.row_title)
         self.update(length, d_model, base)
@@ -416,7 +426,7 @@ class EncodingView(_LiveView):
         self.marker.set_ydata([position, position])
         self.sin_line.set_data(j[0::2], row[0::2])
         self.cos_line.set_data(j[1::2], row[1::2])
-        self.row_title.set_text(f"row $k$ = {position}: the code of position {position}")
+        self.row_title.set_text(f"row $k$ = {position}")
 
 
 def plot_encoding_heatmap(
@@ -497,7 +507,7 @@ class SimilarityView(_LiveView):
     ) -> None:
         _check_table_args(length, d_model, base)
         with_row = position is not None
-        fig = _new_figure(10.0 if with_row else 5.6, 4.4)
+        fig = _new_figure(9.4 if with_row else 5.6, 4.4)
         grid = fig.add_gridspec(
             1, 3 if with_row else 2, width_ratios=(1.0, 0.045, 1.15) if with_row else (1.0, 0.045)
         )
@@ -948,9 +958,13 @@ def plot_pair_circles(
     omega = frequencies(d_model, base)
     circle = np.linspace(0.0, 2 * np.pi, 181)
 
-    fig = _new_figure(2.0 + 2.1 * len(pairs), 3.1)
-    axes = np.atleast_1d(fig.subplots(1, len(pairs), sharey=True))
-    for ax, i in zip(axes, pairs, strict=True):
+    ncols = len(pairs) if len(pairs) < 4 else math.ceil(math.sqrt(len(pairs)))
+    nrows = math.ceil(len(pairs) / ncols)
+    fig = _new_figure(1.2 + 2.6 * ncols, 0.6 + 2.9 * nrows)
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, sharex=True, sharey=True)).ravel()
+    for ax in axes[len(pairs) :]:
+        ax.set_visible(False)
+    for ax, i in zip(axes, pairs, strict=False):
         ax.plot(np.cos(circle), np.sin(circle), color="0.85", linewidth=0.8, zorder=0)
         ax.plot(pe[:, 2 * i + 1], pe[:, 2 * i], color="0.6", linewidth=0.7, zorder=1)
         points = ax.scatter(
@@ -977,7 +991,7 @@ def plot_pair_circles(
             f"pair $i$ = {i}\n$\\omega_{{{i}}}$ = {omega[i]:.3g} rad/position", fontsize="medium"
         )
         ax.set_xlabel(f"${_PE}_{{k,{2 * i + 1}}}$ (cos)")
-    axes[0].set_ylabel(f"${_PE}_{{k,2i}}$ (sin)")
+        ax.set_ylabel(f"${_PE}_{{k,{2 * i}}}$ (sin)")
     fig.colorbar(points, ax=list(axes), label="position $k$ (tokens)", shrink=0.85)
     fig.suptitle(
         f"Each pair turns by $\\omega_i$ per position ({_settings(length, d_model, base)})"
