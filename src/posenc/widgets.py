@@ -81,6 +81,19 @@ def _png(canvas: FigureCanvasAgg) -> bytes:
     return buffer.getvalue()
 
 
+def _slider(kind, description: str, value, minimum, maximum, **options):
+    """A slider that redraws on release unless ``continuous_update=True`` is given."""
+    options.setdefault("continuous_update", False)
+    return kind(
+        value=value,
+        min=minimum,
+        max=maximum,
+        description=description,
+        style={"description_width": "initial"},
+        **options,
+    )
+
+
 class Explorer(widgets.VBox):
     """Sliders for ``d``, ``n``, ``L`` and ``k`` above a live picture of a view.
 
@@ -125,41 +138,21 @@ class Explorer(widgets.VBox):
         self._frame_key = None  # what the frame's pixels depend on
         self._under_marker = None  # pixels of the frame and the data
 
-        style = {"description_width": "initial"}
-        self.d_slider = widgets.IntSlider(
-            value=d_model,
-            min=1,
-            max=max_d_model,
-            description="d (width)",
-            continuous_update=False,
-            style=style,
-        )
-        self.base_slider = widgets.FloatLogSlider(
-            value=base,
+        self.d_slider = _slider(widgets.IntSlider, "d (width)", d_model, 1, max_d_model)
+        self.base_slider = _slider(
+            widgets.FloatLogSlider,
+            "n (base)",
+            base,
+            math.log10(BASE_RANGE[0]),
+            math.log10(BASE_RANGE[1]),
             base=10,
-            min=math.log10(BASE_RANGE[0]),
-            max=math.log10(BASE_RANGE[1]),
             step=0.01,
-            description="n (base)",
             readout_format=",.6g",
-            continuous_update=False,
-            style=style,
         )
-        self.length_slider = widgets.IntSlider(
-            value=length,
-            min=1,
-            max=max_length,
-            description="L (length)",
-            continuous_update=False,
-            style=style,
-        )
-        self.position_slider = widgets.IntSlider(
-            value=position,
-            min=0,
-            max=length - 1,
-            description="k (position)",
-            continuous_update=True,
-            style=style,
+        self.length_slider = _slider(widgets.IntSlider, "L (length)", length, 1, max_length)
+        # Moving k redraws only the marker: cheap enough to follow the drag.
+        self.position_slider = _slider(
+            widgets.IntSlider, "k (position)", position, 0, length - 1, continuous_update=True
         )
         self.image = widgets.Image(format="png")
         for control in (self.d_slider, self.base_slider, self.length_slider, *extra_controls):

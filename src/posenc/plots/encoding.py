@@ -59,6 +59,15 @@ _MEASURE_LABELS = {
 _MEASURE_TITLES = {"dot": "Dot products", "cosine": "Cosine distances"}
 _SIN_COLOUR, _COS_COLOUR = QUALITATIVE[0], QUALITATIVE[1]
 _MARK_COLOUR = QUALITATIVE[7]
+# One row of the table against the column: its sine and its cosine columns.
+_SIN_STYLE = {
+    "color": _SIN_COLOUR,
+    "marker": "o",
+    "markersize": 2.5,
+    "linewidth": 0.8,
+    "label": "sine, even $j$",
+}
+_COS_STYLE = {**_SIN_STYLE, "color": _COS_COLOUR, "marker": "s", "label": "cosine, odd $j$"}
 _PE = r"\mathrm{PE}"
 # Above the top right corner of an axes, beside its left-aligned title, clear of the data.
 _LEGEND_ABOVE = {
@@ -97,6 +106,12 @@ def _check_indices(name: str, values, minimum: int, maximum: int) -> tuple[int, 
         check_integer(f"{name}[{a}]", v, minimum=minimum, maximum=maximum)
         for a, v in enumerate(values)
     )
+
+
+def _value_axis(ax) -> None:
+    """A vertical axis for code values: the range [-1, 1] with a margin, and the zero line."""
+    ax.axhline(0.0, color="0.7", linewidth=0.6, zorder=0)
+    ax.set_ylim(-1.15, 1.15)
 
 
 def _settings(length: int | None, d_model: int, base: float) -> str:
@@ -149,8 +164,7 @@ def plot_columns_against_position(
     for a, (ax, j) in enumerate(zip(axes, columns, strict=True)):
         kind = "sine" if j % 2 == 0 else "cosine"
         ax.plot(k, pe[:, j], color=QUALITATIVE[a], marker=".", markersize=3, linewidth=1)
-        ax.axhline(0.0, color="0.7", linewidth=0.6, zorder=0)
-        ax.set_ylim(-1.15, 1.15)
+        _value_axis(ax)
         ax.set_ylabel(f"${_PE}_{{k,{j}}}$")
         ax.set_title(
             f"column $j$ = {j}: {kind} of pair $i$ = {j // 2}, "
@@ -205,27 +219,10 @@ def plot_positions_against_column(
     axes = np.atleast_1d(fig.subplots(len(positions), 1, sharex=True))
     for ax, k in zip(axes, positions, strict=True):
         row = pe[k]
-        ax.plot(
-            j[0::2],
-            row[0::2],
-            color=_SIN_COLOUR,
-            marker="o",
-            markersize=2.5,
-            linewidth=0.8,
-            label="sine, even $j$",
-        )
+        ax.plot(j[0::2], row[0::2], **_SIN_STYLE)
         if d_model > 1:
-            ax.plot(
-                j[1::2],
-                row[1::2],
-                color=_COS_COLOUR,
-                marker="s",
-                markersize=2.5,
-                linewidth=0.8,
-                label="cosine, odd $j$",
-            )
-        ax.axhline(0.0, color="0.7", linewidth=0.6, zorder=0)
-        ax.set_ylim(-1.15, 1.15)
+            ax.plot(j[1::2], row[1::2], **_COS_STYLE)
+        _value_axis(ax)
         ax.set_ylabel(f"${_PE}_{{{k},j}}$")
         ax.set_title(f"position $k$ = {k}", fontsize="medium", loc="left")
     axes[0].legend(**_LEGEND_ABOVE)
@@ -367,26 +364,9 @@ class EncodingView(_LiveView):
         if with_row:
             self.row_ax = fig.add_subplot(grid[1, 0])
             self.marker = self.ax.axhline(0.0, color=_MARK_COLOUR, linewidth=1.2)
-            (self.sin_line,) = self.row_ax.plot(
-                [],
-                [],
-                color=_SIN_COLOUR,
-                marker="o",
-                markersize=2.5,
-                linewidth=0.8,
-                label="sine, even $j$",
-            )
-            (self.cos_line,) = self.row_ax.plot(
-                [],
-                [],
-                color=_COS_COLOUR,
-                marker="s",
-                markersize=2.5,
-                linewidth=0.8,
-                label="cosine, odd $j$",
-            )
-            self.row_ax.axhline(0.0, color="0.7", linewidth=0.6, zorder=0)
-            self.row_ax.set_ylim(-1.15, 1.15)
+            (self.sin_line,) = self.row_ax.plot([], [], **_SIN_STYLE)
+            (self.cos_line,) = self.row_ax.plot([], [], **_COS_STYLE)
+            _value_axis(self.row_ax)
             self.row_ax.set_autoscale_on(False)
             self.row_ax.set_xlabel("column $j$ (feature index)")
             self.row_ax.set_ylabel(f"${_PE}_{{k,j}}$")
