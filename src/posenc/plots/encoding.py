@@ -300,7 +300,7 @@ class _LiveView:
 def _integer_ticks(*axes) -> None:
     """Ticks at whole numbers only: positions and columns are integers."""
     for axis in axes:
-        axis.set_major_locator(MaxNLocator(nbins=6, integer=True, min_n_ticks=1))
+        axis.set_major_locator(MaxNLocator(nbins=5, integer=True, min_n_ticks=1))
 
 
 # --- the table as a heat map -----------------------------------------------------
@@ -371,6 +371,9 @@ class EncodingView(_LiveView):
             self.row_ax.set_xlabel("column $j$ (feature index)")
             self.row_ax.set_ylabel(f"${_PE}_{{k,j}}$")
             _integer_ticks(self.row_ax.xaxis)
+            # The panel below has the same columns: label them once, at the bottom.
+            self.ax.tick_params(labelbottom=False)
+            self.ax.set_xlabel("")
             self.row_ax.legend(**_LEGEND_ABOVE)
             self.row_title = self.row_ax.set_title("", fontsize="medium", loc="left")
             self.moving_artists = (self.marker, self.sin_line, self.cos_line, self.row_title)
@@ -496,7 +499,7 @@ class SimilarityView(_LiveView):
         self.ax = fig.add_subplot(grid[0, 0])
         self.image = self.ax.imshow(np.zeros((1, 1)), interpolation="nearest")
         self.colorbar = fig.colorbar(self.image, cax=fig.add_subplot(grid[0, 1]))
-        self.colorbar.locator = MaxNLocator(nbins=6)
+        self.colorbar.locator = MaxNLocator(nbins=5)
         self.ax.set_xlabel("position $k'$ (tokens)")
         self.ax.set_ylabel("position $k$ (tokens)")
         _integer_ticks(self.ax.xaxis, self.ax.yaxis)
@@ -515,6 +518,7 @@ class SimilarityView(_LiveView):
             self.row_ax.set_autoscale_on(False)
             self.row_ax.set_xlabel(r"offset $\phi = k' - k$ (positions)")
             _integer_ticks(self.row_ax.xaxis)
+            self.row_ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
             self.row_title = self.row_ax.set_title("", fontsize="medium")
             self.moving_artists = (self.marker, self.profile, self.row_title)
         self.update(length, d_model, base, measure=measure)
@@ -713,9 +717,11 @@ class ProjectionView(_LiveView):
             np.zeros(1), np.zeros(1), c=np.zeros(1), cmap=CMAP_SEQUENTIAL, s=14, zorder=2
         )
         self.colorbar = fig.colorbar(self.points, ax=ax, shrink=0.8)
-        self.colorbar.locator = MaxNLocator(nbins=6, integer=True)
+        self.colorbar.locator = MaxNLocator(nbins=5, integer=True)
         self.colorbar.set_label("position $k$ (tokens)")
         ax.set_aspect("equal", adjustable="box")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(MaxNLocator(nbins=5))
         self.data_artists = (self.path, self.points, ax.title)
         self.moving_artists = ()
         self.position = position
