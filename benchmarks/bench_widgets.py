@@ -13,7 +13,14 @@ the latency over many changes, and the target check: at most 100 ms for the
 median. Sliders ``d``, ``n`` and ``L`` redraw the whole figure when released;
 ``k`` redraws only its marker and curve while it is dragged. The time
 excludes sending the picture to the browser, which a plain Python process
-does not do. Run with ``make bench`` or
+does not do. The "full" column counts the changes that had to re-render the
+frame (axes, ticks, labels) because a limit changed; the others only redraw
+the data over the kept frame.
+
+The wall-clock time depends on what else the machine runs; the CPU time
+much less so. NumPy's BLAS may use several threads even for the small
+matrices here, which only costs time when the cores are busy: on a shared
+machine, compare with ``OPENBLAS_NUM_THREADS=1``. Run with ``make bench`` or
 ``.venv/bin/python benchmarks/bench_widgets.py``.
 """
 
@@ -58,7 +65,11 @@ def main() -> None:
         f"redraw latency over {CHANGES} changes per slider at the default sizes "
         f"L={length}, d={d}, n={n:g}, k={k}; target: median <= {TARGET_MS:.0f} ms"
     )
-    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    threads = os.environ.get("OPENBLAS_NUM_THREADS", "not set")
+    print(
+        f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
+        f"OPENBLAS_NUM_THREADS: {threads}"
+    )
     print(
         f"{'explorer':<11} {'slider':<7} {'median':>7} {'p90':>7} {'CPU median':>11} "
         f"{'full':>5}  verdict   (milliseconds)"

@@ -122,7 +122,9 @@ def test_cosine_distance_matrix_and_its_profile():
     image = fig.axes[0].images[0]
     np.testing.assert_array_equal(image.get_array(), matrix)
     assert image.get_cmap().name == "viridis"
-    assert image.get_clim() == (0.0, matrix.max())
+    low, high = image.get_clim()  # from zero to the largest distance, rounded up to 0.05
+    assert low == 0.0 and matrix.max() <= high < matrix.max() + 0.05
+    assert round(high / 0.05, 9) == round(high / 0.05)
     profile = fig.axes[2].lines[0]
     offsets, values = offset_profile(matrix, 7)
     np.testing.assert_array_equal(profile.get_xdata(), offsets)
@@ -173,9 +175,12 @@ def test_pca_projection_figure():
     np.testing.assert_array_equal(points.get_array(), np.arange(60))
     assert points.get_cmap().name == "viridis"
     assert points.get_clim() == (0.0, 59.0)
-    ratio = result.explained_variance_ratio
-    assert ax.get_xlabel() == f"principal axis 1 ({100 * ratio[0]:.1f}% of the variance; no unit)"
-    assert f"{100 * ratio.sum():.1f}% of the variance" in ax.get_title()
+    ratio = 100 * result.explained_variance_ratio
+    assert ax.get_xlabel() == "principal axis 1 (no unit)"
+    assert f"axis 1 holds {ratio[0]:.1f}% of the variance, axis 2 {ratio[1]:.1f}%" in ax.get_title()
+    half = ax.get_xlim()[1]
+    assert ax.get_xlim() == ax.get_ylim() == (-half, half)  # centred, equal, and every point in
+    assert np.abs(result.coordinates).max() < half
     assert fig.axes[1].get_ylabel() == "position $k$ (tokens)"
     ring = ax.lines[1]
     np.testing.assert_array_equal(ring.get_xdata(), [result.coordinates[10, 0]])

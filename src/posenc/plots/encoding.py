@@ -297,6 +297,23 @@ class _LiveView:
             self.set_position(position)
 
 
+def _set_colours(mappable, *, cmap: str | None = None, limits: tuple[float, float]) -> None:
+    """Set a colour map and colour limits, touching only what changes.
+
+    Each change makes an attached colour bar rebuild itself, which costs as
+    much as computing a new table; a live figure changes them rarely.
+    """
+    if cmap is not None and mappable.get_cmap().name != cmap:
+        mappable.set_cmap(cmap)
+    if tuple(mappable.get_clim()) != tuple(limits):
+        mappable.set_clim(*limits)
+
+
+def _round_up(value: float, step: float) -> float:
+    """The smallest multiple of ``step`` that is at least ``value`` (up to rounding)."""
+    return step * math.ceil(value / step - 1e-9)
+
+
 def _integer_ticks(*axes) -> None:
     """Ticks at whole numbers only: positions and columns are integers."""
     for axis in axes:
@@ -388,7 +405,7 @@ class EncodingView(_LiveView):
         self._table = table = sinusoidal(length, d_model, base)
         self.image.set_data(table)
         self.image.set_extent((-0.5, d_model - 0.5, length - 0.5, -0.5))
-        self.image.set_clim(*symmetric_limits(table))
+        _set_colours(self.image, limits=symmetric_limits(table))
         self.ax.set_xlim(-0.5, d_model - 0.5)
         self.ax.set_ylim(length - 0.5, -0.5)
         self.ax.set_title(f"Sinusoidal encoding, {_settings(length, d_model, base)}")
@@ -540,12 +557,12 @@ class SimilarityView(_LiveView):
         if self.measure == "dot":
             cmap, limits = CMAP_DIVERGING, symmetric_limits(shown)
         else:
-            top = float(np.nanmax(shown)) if matrix is not None else 0.0
+            # Rounded up to 0.05, so that small changes keep the colour scale (and its bar).
+            top = _round_up(float(np.nanmax(shown)), 0.05) if matrix is not None else 0.0
             cmap, limits = CMAP_SEQUENTIAL, (0.0, top if top > 0 else 1.0)
         self.image.set_data(shown)
-        self.image.set_cmap(cmap)
         self.image.set_extent((-0.5, length - 0.5, length - 0.5, -0.5))
-        self.image.set_clim(*limits)
+        _set_colours(self.image, cmap=cmap, limits=limits)
         self.colorbar.set_label(_MEASURE_LABELS[self.measure])
         self.ax.set_xlim(-0.5, length - 0.5)
         self.ax.set_ylim(length - 0.5, -0.5)
@@ -561,7 +578,10 @@ class SimilarityView(_LiveView):
         if self.moving_artists:
             span = max(length - 1, 1)
             self.row_ax.set_xlim(-span - 0.5, span + 0.5)
-            low, high = limits if matrix is None else (float(shown.min()), float(shown.max()))
+            if matrix is None or self.measure == "cosine":
+                low, high = limits
+            else:
+                low, high = float(shown.min()), float(shown.max())
             pad = 0.06 * (high - low) if high > low else 0.5
             self.row_ax.set_ylim(low - pad, high + pad)
             self.row_ax.set_ylabel(_MEASURE_LABELS[self.measure])
@@ -692,8 +712,8 @@ class ProjectionView(_LiveView):
 
     Consecutive positions are joined by a thin grey line, so the path of the
     code through the plane is visible; a marked position gets a ring and a
-    label. The axis labels give each axis's share of the variance. With
-    ``d = 1`` there is a single axis and the points lie on the horizontal line.
+    label. The title gives each axis's share of the variance. With ``d = 1``
+    there is a single axis and the points lie on the horizontal line.
 
     Examples
     --------
@@ -720,6 +740,7 @@ class ProjectionView(_LiveView):
         self.colorbar.locator = MaxNLocator(nbins=5, integer=True)
         self.colorbar.set_label("position $k$ (tokens)")
         ax.set_aspect("equal", adjustable="box")
+        ax.set_xlabel("principal axis 1 (no unit)")
         for axis in (ax.xaxis, ax.yaxis):
             axis.set_major_locator(MaxNLocator(nbins=5))
         self.data_artists = (self.path, self.points, ax.title)
@@ -762,21 +783,23 @@ class ProjectionView(_LiveView):
         self.xy = xy
         self.points.set_offsets(xy)
         self.points.set_array(np.arange(length, dtype=float))
-        self.points.set_clim(0.0, max(length - 1, 1))
+        _set_colours(self.points, limits=(0.0, float(max(length - 1, 1))))
         self.path.set_data(xy[:, 0], xy[:, 1])
-        ratio = result.explained_variance_ratio
-        self.ax.set_xlabel(f"principal axis 1 ({100 * ratio[0]:.1f}% of the variance; no unit)")
+        ratio = 100 * result.explained_variance_ratio
         if d_model > 1:
-            self.ax.set_ylabel(f"principal axis 2 ({100 * ratio[1]:.1f}% of the variance; no unit)")
+            self.ax.set_ylabel("principal axis 2 (no unit)")
+            shares = f"axis 1 holds {ratio[0]:.1f}% of the variance, axis 2 {ratio[1]:.1f}%"
         else:
             self.ax.set_ylabel("principal axis 2 (none: $d$ = 1)")
+            shares = f"axis 1 holds {ratio[0]:.1f}% of the variance; there is no axis 2"
         radius = float(np.abs(xy).max()) if length > 1 else 0.0
-        half = 1.12 * radius if radius > 0 else 1.0
+        # A round half-width, so that small changes keep the axes (and their ticks).
+        half = 1.12 * radius
+        half = _round_up(half, 10 ** math.floor(math.log10(half)) / 4) if half > 0 else 1.0
         self.ax.set_xlim(-half, half)
         self.ax.set_ylim(-half, half)
         self.ax.set_title(
-            f"Principal-component projection, {_settings(length, d_model, base)}\n"
-            f"the two axes hold {100 * ratio.sum():.1f}% of the variance",
+            f"Principal-component projection, {_settings(length, d_model, base)}\n{shares}",
             fontsize="medium",
         )
         if self.moving_artists:
