@@ -114,8 +114,15 @@ def _value_axis(ax) -> None:
     ax.set_ylim(-1.15, 1.15)
 
 
+def _number(value: float) -> str:
+    """A number for a label: whole numbers in full with thousands separators, else 6 digits."""
+    if value == round(value) and abs(value) < 1e12:
+        return f"{value:,.0f}"
+    return f"{value:,.6g}"
+
+
 def _settings(length: int | None, d_model: int, base: float) -> str:
-    text = f"$d$ = {d_model}, $n$ = {base:,.6g}"
+    text = f"$d$ = {d_model}, $n$ = {_number(base)}"
     return text if length is None else f"$L$ = {length}, " + text
 
 
@@ -897,14 +904,14 @@ def plot_wavelengths(
             marker="o",
             markersize=3,
             linewidth=1.0,
-            label=f"$n$ = {base:,.6g}",
+            label=f"$n$ = {_number(base)}",
         )
         ax.axhline(
             2 * np.pi * base,
             color=QUALITATIVE[a],
             linestyle="--",
             linewidth=0.9,
-            label=f"$2\\pi n$ = {2 * np.pi * base:,.6g} (never reached)",
+            label=f"$2\\pi n$ = {_number(2 * np.pi * base)} (never reached)",
         )
     ax.axhline(2 * np.pi, color="0.5", linewidth=0.9, label=r"$2\pi$ (pair $i$ = 0)")
     if length is not None:
