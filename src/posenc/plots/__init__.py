@@ -8,6 +8,20 @@ is re-exported here, so ``from posenc import plots; plots.heatmap(...)``
 works for any of them.
 """
 
+from .encoding import (
+    MEASURES,
+    EncodingView,
+    ProjectionView,
+    SimilarityView,
+    plot_columns_against_position,
+    plot_distance_against_offset,
+    plot_encoding_heatmap,
+    plot_pair_circles,
+    plot_pca_projection,
+    plot_positions_against_column,
+    plot_similarity,
+    plot_wavelengths,
+)
 from .experiment import (
     accuracy_figure,
     cosine_figure,
@@ -37,7 +51,11 @@ from .style import CMAP_DIVERGING, CMAP_SEQUENTIAL, QUALITATIVE, detached, symme
 __all__ = [
     "CMAP_DIVERGING",
     "CMAP_SEQUENTIAL",
+    "MEASURES",
     "QUALITATIVE",
+    "EncodingView",
+    "ProjectionView",
+    "SimilarityView",
     "accuracy_figure",
     "binary_sinusoidal_figure",
     "cosine_distance_offset_figure",
@@ -48,11 +66,19 @@ __all__ = [
     "dot_product_offset_figure",
     "frequency_wavelength_figure",
     "learning_curve_figure",
+    "plot_columns_against_position",
+    "plot_distance_against_offset",
+    "plot_encoding_heatmap",
     "plot_float_precision",
     "plot_layouts",
     "plot_learned_vs_fixed",
+    "plot_pair_circles",
+    "plot_pca_projection",
+    "plot_positions_against_column",
     "plot_signal_ratio",
+    "plot_similarity",
     "plot_spacings",
+    "plot_wavelengths",
     "pooled_vectors",
     "property_grid",
     "readout_figure",
