@@ -46,6 +46,31 @@ def test_figures_are_detached_from_pyplot():
     assert plt.get_fignums() == []
 
 
+def test_axes_carry_units():
+    # Positions in "(positions)", columns as an index, quantities without unit said so.
+    freq = plots.frequency_wavelength_figure(8, 100.0)
+    binary = plots.binary_sinusoidal_figure(8, 3, 6)
+    dots = plots.dot_product_offset_figure(16, 4)
+    sep = plots.separation_figure({"d = 2": separation_profile(20, 2)})
+    separation = separation_profile(20, 2)
+    decoding = plots.decoding_figure(separation, {"a": np.zeros(20)}, {"a": None})
+    assert [ax.get_xlabel() for ax in freq.axes] == ["column j (index)"] * 2
+    bits_ax, sin_ax, bits_bar, sin_bar = binary.axes
+    assert bits_ax.get_xlabel() == "bit j (index, least significant first)"
+    assert sin_ax.get_xlabel() == "column j (index)"
+    assert bits_ax.get_ylabel() == sin_ax.get_ylabel() == "position k (positions)"
+    assert bits_bar.get_ylabel() == "bit value (no unit)"
+    assert sin_bar.get_ylabel() == "value of PE[k, j] (no unit)"
+    matrix_ax, offset_ax, dots_bar = dots.axes
+    assert matrix_ax.get_xlabel() == "position k′ (positions)"
+    assert matrix_ax.get_ylabel() == "position k (positions)"
+    assert offset_ax.get_xlabel().endswith("(positions)")
+    assert dots_bar.get_ylabel() == offset_ax.get_ylabel() == "dot product (no unit)"
+    assert sep.axes[0].get_xlabel() == "last position p of the table (positions)"
+    assert sep.axes[0].get_ylabel().endswith("(no unit)")
+    assert decoding.axes[0].get_xlabel() == "position k (positions)"
+
+
 def test_frequency_wavelength_figure_data_and_reference_lines():
     d, n = 16, 100.0
     fig = plots.frequency_wavelength_figure(d, n)

@@ -442,10 +442,11 @@ class ShiftFit(NamedTuple):
 
 
 def shift_fit(table, offset: int) -> ShiftFit:
-    r"""The one matrix ``A`` that best maps every row ``k`` of a table to row ``k + offset``.
+    r"""The one matrix ``F`` that best maps every row ``k`` of a table to row ``k + offset``.
 
-    Solves :math:`\min_A \sum_k \lVert T_{k+\phi} - A\,T_k \rVert^2` over every
-    ``k`` with both rows in the table, by least squares. A residual at
+    Solves :math:`\min_F \sum_k \lVert T_{k+\phi} - F\,T_k \rVert^2` over every
+    ``k`` with both rows in the table, by least squares (:math:`T_k` is row
+    ``k`` of ``table``). A residual at
     rounding level means that one fixed matrix shifts every row (as
     :math:`M(\phi)` does for the sinusoidal table); a large one means that no
     matrix can.

@@ -82,7 +82,7 @@ def frequency_wavelength_figure(d_model: int = 512, base: float = 10_000.0) -> F
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     left.semilogy(columns, omega, ".", color=QUALITATIVE[0], markersize=4)
     left.set(
-        xlabel="column j",
+        xlabel="column j (index)",
         ylabel="frequency ω (radians per position)",
         title="Frequencies: fast columns first",
     )
@@ -101,7 +101,7 @@ def frequency_wavelength_figure(d_model: int = 512, base: float = 10_000.0) -> F
         label=f"2π n = {2 * np.pi * base:,.0f} (never reached)",
     )
     right.set(
-        xlabel="column j",
+        xlabel="column j (index)",
         ylabel="wavelength λ (positions)",
         title="Wavelengths: a geometric progression",
     )
@@ -145,10 +145,10 @@ def binary_sinusoidal_figure(
     image = left.imshow(
         bits_table, aspect="auto", cmap=CMAP_SEQUENTIAL, vmin=0, vmax=1, interpolation="nearest"
     )
-    fig.colorbar(image, ax=left, label="bit value", ticks=[0, 1])
+    fig.colorbar(image, ax=left, label="bit value (no unit)", ticks=[0, 1])
     left.set(
-        xlabel="bit j (least significant first)",
-        ylabel="position k",
+        xlabel="bit j (index, least significant first)",
+        ylabel="position k (positions)",
         title="Binary counter",
         xticks=range(bits),
     )
@@ -156,10 +156,10 @@ def binary_sinusoidal_figure(
     image = right.imshow(
         sin_table, aspect="auto", cmap=CMAP_DIVERGING, vmin=low, vmax=high, interpolation="nearest"
     )
-    fig.colorbar(image, ax=right, label="value of PE[k, j]")
+    fig.colorbar(image, ax=right, label="value of PE[k, j] (no unit)")
     right.set(
-        xlabel="column j",
-        ylabel="position k",
+        xlabel="column j (index)",
+        ylabel="position k (positions)",
         title=f"Sinusoidal code, d = {d_model}, n = {base:g}",
         xticks=range(d_model),
     )
@@ -261,7 +261,9 @@ def dot_product_offset_figure(
     low, high = symmetric_limits(dots)
     image = left.imshow(dots, cmap=CMAP_DIVERGING, vmin=low, vmax=high, interpolation="nearest")
     fig.colorbar(image, ax=left, label="dot product (no unit)")
-    left.set(xlabel="position k′", ylabel="position k", title="PE(k) · PE(k′)")
+    left.set(
+        xlabel="position k′ (positions)", ylabel="position k (positions)", title="PE(k) · PE(k′)"
+    )
     right.plot(fine, closed_form, color=QUALITATIVE[0], label="closed form")
     right.plot(
         offsets,
@@ -376,7 +378,7 @@ def separation_figure(profiles: Mapping[str, np.ndarray]) -> Figure:
         index = _log_spaced(profile.size, 500)
         ax.loglog(index, profile[index], color=colour, label=label)
     ax.set(
-        xlabel="last position p of the table",
+        xlabel="last position p of the table (positions)",
         ylabel="smallest distance between two codes (no unit)",
         title="How close two different positions' codes come",
     )
@@ -445,7 +447,7 @@ def decoding_figure(
                 label=f"{label}: first failure, k = {first:,}",
             )
     ax.set(
-        xlabel="position k",
+        xlabel="position k (positions)",
         ylabel="distance (no unit)",
         title=title,
     )
