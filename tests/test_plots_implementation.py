@@ -72,6 +72,9 @@ def test_layouts_draws_both_tables_on_one_zero_centred_scale():
     assert left.get_cmap().name == plots.CMAP_DIVERGING
     # the boundary between the sine and the cosine half is marked
     assert fig.axes[1].lines[0].get_xdata()[0] == pytest.approx(3.5)
+    assert fig.axes[0].get_ylabel() == "position k (positions)"
+    assert fig.axes[0].get_xlabel() == "column j (no unit)"
+    assert fig.axes[2].get_ylabel() == "code value (no unit)"
 
 
 def test_spacings_draws_the_frequency_drift_and_the_differences():
@@ -84,6 +87,7 @@ def test_spacings_draws_the_frequency_drift_and_the_differences():
     np.testing.assert_array_equal(right.lines[0].get_ydata(), diff)
     assert right.lines[1].get_xdata()[0] == pytest.approx(2.5)
     assert "radians per position" in left.get_ylabel()
+    assert left.get_xlabel().endswith("(no unit)") and right.get_ylabel().endswith("(no unit)")
 
 
 def test_float_precision_draws_one_line_per_method():
@@ -96,6 +100,9 @@ def test_float_precision_draws_one_line_per_method():
     assert [line.get_label() for line in ax.lines] == list(errors)
     np.testing.assert_array_equal(ax.lines[1].get_ydata(), errors["float64 angles"])
     np.testing.assert_array_equal(ax.lines[0].get_xdata(), positions)
+    assert ax.get_xlabel().endswith("(positions)")
+    # the reference is the float64 code with exact angles, not an exact value
+    assert "float64" in ax.get_title() and "exact value" not in ax.get_title()
 
 
 def test_signal_ratio_draws_the_ratios_and_the_line_of_equal_size():
@@ -105,6 +112,8 @@ def test_signal_ratio_draws_the_ratios_and_the_line_of_equal_size():
     np.testing.assert_array_equal(ax.lines[0].get_ydata(), [0.3, 0.17, 0.09])
     assert ax.lines[-1].get_ydata()[0] == 1.0
     assert ax.get_xscale() == "log"
+    # the scaled settings plot the norm of sqrt(d) * x, so the label must say so
+    assert r"\sqrt{d}" in ax.get_ylabel() and ax.get_ylabel().endswith("(no unit)")
 
 
 def test_learned_vs_fixed_marks_the_trained_rows():
@@ -115,6 +124,7 @@ def test_learned_vs_fixed_marks_the_trained_rows():
         assert ax.lines[0].get_ydata()[0] == pytest.approx(5.5)
     np.testing.assert_array_equal(fig.axes[1].images[0].get_array(), fixed)
     assert "positions >= 6" in fig.get_suptitle()
+    assert fig.axes[0].get_ylabel() == "position k (positions)"
 
 
 @pytest.mark.parametrize(

@@ -85,7 +85,9 @@ def test_paper_spacing_is_posenc_frequencies(d_model):
 def test_endpoint_base_turns_the_paper_formula_into_the_endpoint_spacing(d_model, base):
     half = d_model // 2
     new_base = endpoint_base(d_model, base)
-    assert new_base == pytest.approx(base ** (half / (half - 1)), rel=1e-14)
+    with mpmath.workdps(50):
+        exact = float(mpmath.power(base, mpmath.mpf(half) / (half - 1)))
+    assert new_base == exact  # the float64 nearest n^(h/(h-1)), on every platform
     paper_with_new_base = new_base ** (-2 * np.arange(half) / (2 * half))
     direct = base ** (-np.arange(half) / (half - 1))
     np.testing.assert_allclose(paper_with_new_base, direct, rtol=1e-13)
@@ -189,13 +191,14 @@ def test_sinusoidal_at_keeps_the_shape_of_positions():
 
 @pytest.mark.parametrize("k", [10**6, 123_456_789, 2**40 + 3])
 def test_sinusoidal_at_is_accurate_at_huge_positions(k):
-    # The angle k * omega carries the frequency to extended precision (64 bits
-    # on x86-64): its error is about k * 2**-64, far below float64's k * 2**-53.
+    # The angle k * omega is formed exactly (the frequency to 40 digits), so what
+    # is left is the final rounding and the first-order correction's neglected
+    # term, at most about (k * 2**-53)**2 / 2; float64 angles would be off by
+    # about k * 2**-53 (1e-10 at k = 10**6, 1e-4 at k = 2**40).
     d_model = 12
     row = sinusoidal_at([k], d_model)[0]
     exact = [exact_code(k, j, d_model) for j in range(d_model)]
-    extended_eps = float(np.finfo(np.longdouble).eps)
-    np.testing.assert_allclose(row, exact, rtol=0, atol=4e-16 + k * extended_eps)
+    np.testing.assert_allclose(row, exact, rtol=0, atol=4e-16 + (k * 2.0**-53) ** 2 / 2)
 
 
 # --- float32 angles ---------------------------------------------------------------------

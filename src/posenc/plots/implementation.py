@@ -76,8 +76,8 @@ def _heatmap(fig: Figure, ax: Any, table: np.ndarray, title: str, limits: tuple[
         vmax=limits[1],
         interpolation="nearest",
     )
-    ax.set_xlabel("column j (index)")
-    ax.set_ylabel("position k (tokens)")
+    ax.set_xlabel("column j (no unit)")
+    ax.set_ylabel("position k (positions)")
     ax.set_title(title)
     return image
 
@@ -109,7 +109,7 @@ def plot_layouts(interleaved: Any, split: Any) -> Figure:
     image = _heatmap(fig, axes[1], split, "split halves: sin ... | cos ...", limits)
     axes[1].axvline((split.shape[1] + 1) // 2 - 0.5, color="black", linewidth=1.5)
     axes[1].set_ylabel("")
-    fig.colorbar(image, ax=axes, label="code value (dimensionless)")
+    fig.colorbar(image, ax=axes, label="code value (no unit)")
     fig.suptitle("Two layouts of the same numbers: a permutation of the columns")
     return detached(fig)
 
@@ -138,7 +138,7 @@ def plot_spacings(frequency_difference: Any, column_difference: Any) -> Figure:
     --------
     >>> fig = plot_spacings([0.0, 0.09], [0.0, 0.5, 0.0, 0.4])
     >>> [ax.get_xlabel() for ax in fig.axes]
-    ['pair index i', 'column j (index)']
+    ['pair index i (no unit)', 'column j (no unit)']
     """
     frequency_difference = check_array("frequency_difference", frequency_difference, ndim=1)
     column_difference = check_array(
@@ -148,13 +148,13 @@ def plot_spacings(frequency_difference: Any, column_difference: Any) -> Figure:
         raise ValueError("column_difference must be >= 0 (largest absolute differences)")
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     left.plot(np.arange(frequency_difference.size), frequency_difference, color=QUALITATIVE[0])
-    left.set_xlabel("pair index i")
+    left.set_xlabel("pair index i (no unit)")
     left.set_ylabel(r"$\omega_i - \omega'_i$ (radians per position)")
     left.set_title("How fast the angles of each pair drift apart")
     right.plot(np.arange(column_difference.size), column_difference, color=QUALITATIVE[2])
     right.axvline(frequency_difference.size - 0.5, color="grey", linewidth=1, linestyle=":")
-    right.set_xlabel("column j (index)")
-    right.set_ylabel("largest |difference| (code units)")
+    right.set_xlabel("column j (no unit)")
+    right.set_ylabel("largest |difference| (no unit)")
     right.set_title("Where the two tables differ (sines | cosines)")
     return detached(fig)
 
@@ -165,10 +165,12 @@ def plot_float_precision(positions: Any, errors: Mapping[str, Any]) -> Figure:
     Parameters
     ----------
     positions : array_like
-        Shape ``(m,)``, ``> 0``.
+        Shape ``(m,)``, ``> 0``: the first position of each window.
     errors : mapping of str to array_like
-        Label of a method to its largest absolute error at each position,
-        shape ``(m,)``, ``> 0``; at most eight methods.
+        Label of a method to its largest absolute error in each window,
+        measured against the float64 code with exactly formed angles
+        (:func:`posenc.variants.sinusoidal_at`), shape ``(m,)``, ``> 0``; at
+        most eight methods.
 
     Returns
     -------
@@ -184,9 +186,9 @@ def plot_float_precision(positions: Any, errors: Mapping[str, Any]) -> Figure:
         "positions",
         positions,
         errors,
-        xlabel="position k (tokens)",
-        ylabel="largest absolute error over the columns (code units)",
-        title="Error of the code against the exact value, by position",
+        xlabel="first position k of the window (positions)",
+        ylabel="largest absolute error over the columns (no unit)",
+        title="Error of the code against the float64 code with exact angles",
     )
     ax.legend()
     return detached(fig)
@@ -200,8 +202,10 @@ def plot_signal_ratio(d_values: Any, ratios: Mapping[str, Any]) -> Figure:
     d_values : array_like
         Widths ``d``, shape ``(m,)``, ``> 0``.
     ratios : mapping of str to array_like
-        Label of a setting to its ratio ``||x|| / ||PE_k||`` at each width,
-        shape ``(m,)``, ``> 0``; at most eight settings.
+        Label of a setting to its ratio at each width, shape ``(m,)``,
+        ``> 0``; at most eight settings. The ratio is the norm of the token
+        signal *as added to the code* (``x``, or ``sqrt(d) * x`` for a setting
+        that scales the embeddings) over ``||PE_k||``.
 
     Returns
     -------
@@ -212,13 +216,15 @@ def plot_signal_ratio(d_values: Any, ratios: Mapping[str, Any]) -> Figure:
     >>> fig = plot_signal_ratio([16, 64], {"scaled": [1.4, 1.4]})
     >>> fig.axes[0].get_xlabel()
     'width d (columns)'
+    >>> "sqrt{d}" in fig.axes[0].get_ylabel()
+    True
     """
     fig, ax = _loglog_series(
         "d_values",
         d_values,
         ratios,
         xlabel="width d (columns)",
-        ylabel=r"$\|x\| \,/\, \|\mathrm{PE}_k\|$ (ratio of norms)",
+        ylabel=r"$\|s\,x\| \,/\, \|\mathrm{PE}_k\|$ with $s = 1$ or $\sqrt{d}$ (no unit)",
         title="Token signal relative to position signal",
     )
     ax.axhline(1.0, color="grey", linewidth=1, linestyle=":", label="equal sizes")
@@ -260,6 +266,6 @@ def plot_learned_vs_fixed(learned: Any, fixed: Any, trained_length: int) -> Figu
     axes[1].set_ylabel("")
     for ax in axes:
         ax.axhline(trained_length - 0.5, color="black", linewidth=1.5, linestyle="--")
-    fig.colorbar(image, ax=axes, label="code value (dimensionless)")
+    fig.colorbar(image, ax=axes, label="code value (no unit)")
     fig.suptitle(f"Rows below the dashed line (positions >= {trained_length}) were never trained")
     return detached(fig)
