@@ -202,7 +202,7 @@ def distance_by_offset(curves: Mapping[str, np.ndarray], *, log: bool = True) ->
     Parameters
     ----------
     curves : mapping of str to array_like
-        Scheme name to :math:`D(\phi)` for :math:`\phi = 1, 2, \dots`, as
+        Scheme name to :math:`\bar{e}(\phi)` for :math:`\phi = 1, 2, \dots`, as
         returned by :func:`posenc.properties.mean_distance_by_offset`
         (shape ``(L - 1,)``; lengths may differ between schemes).
     log : bool
