@@ -393,9 +393,7 @@ def check_extrapolates(
         _codes(scheme, extended_length, d_model)
     except Exception as exc:  # any failure means: no code for those positions
         return Check(False, math.nan, f"no codes at length {extended_length}: {exc}")
-    return Check(
-        True, float(extended_length), f"finite codes for all {extended_length} positions"
-    )
+    return Check(True, float(extended_length), f"finite codes for all {extended_length} positions")
 
 
 def check_properties(
