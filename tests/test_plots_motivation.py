@@ -64,6 +64,8 @@ def test_grid_cells_carry_mark_and_measured_value(table):
     assert raw_bounded == "✗\n7"  # raw index reaches 7 at L = 8
     one_hot_beyond = texts[(2, PROPERTIES.index("extrapolates"))].get_text()
     assert one_hot_beyond == "✗\nno code"
+    raw_beyond = texts[(0, PROPERTIES.index("extrapolates"))].get_text()
+    assert raw_beyond == f"✓\n{4 * table.length}"  # coded at every one of 4 L positions
 
 
 def test_grid_rejects_other_input():
@@ -90,7 +92,7 @@ def test_pooled_vectors_plot_the_rows():
             assert line.get_label() == f"“{sentences[s]}”"
             assert to_rgba(line.get_color()) == to_rgba(QUALITATIVE[s])
         assert ax.get_xlabel() == "column j of the pooled vector (index)"
-    assert left.get_ylabel() == "value (embedding units)"
+    assert left.get_ylabel() == "value (no unit)"
     assert left.get_title() == "attention only"
     assert right.get_title() == "attention after adding position codes"
     assert fig.get_suptitle()
@@ -133,7 +135,7 @@ def test_distance_by_offset_plots_each_curve_from_offset_one():
         assert to_rgba(line.get_color()) == to_rgba(QUALITATIVE[s])
     assert ax.get_yscale() == "log"
     assert ax.get_xlabel() == "offset φ between the two positions (positions)"
-    assert "(embedding units (log scale))" in ax.get_ylabel().replace("\n", " ")
+    assert ax.get_ylabel().replace("\n", " ").endswith("(no unit, log scale)")
     assert ax.get_title()
 
 
@@ -141,6 +143,7 @@ def test_distance_by_offset_linear_scale_accepts_zero():
     ax = distance_by_offset({"flat": np.zeros(4)}, log=False).axes[0]
     assert ax.get_yscale() == "linear"
     assert "log" not in ax.get_ylabel()
+    assert ax.get_ylabel().endswith("(no unit)")
 
 
 @pytest.mark.parametrize(

@@ -238,17 +238,40 @@ def test_deterministic():
 
 
 def test_extrapolates():
-    assert check_extrapolates(sinusoidal, 16, 8).passed
+    sin = check_extrapolates(sinusoidal, 16, 8)
+    assert sin.passed
+    assert sin.value == 4 * 16  # default extended length 4 L: every position coded
+    # Existence only: the raw index is defined at every length, however large its values
+    # (boundedness is check_bounded's verdict, not counted a second time here).
     raw = check_extrapolates(index_encoding, 16, 8)
-    assert not raw.passed
-    assert raw.value == 4 * 16 - 1  # default extended length 4 L
-    assert check_extrapolates(index_encoding, 16, 8, extended_length=17, bound=16).passed
+    assert raw.passed
+    assert raw.value == 64.0
+    assert not check_bounded(index_encoding, 16, 8).passed
+    assert check_extrapolates(index_encoding, 16, 8, extended_length=17).value == 17.0
     one_hot = check_extrapolates(one_hot_encoding, 8, 8)
     assert not one_hot.passed
     assert math.isnan(one_hot.value)
     assert "length must be <= d_model" in one_hot.detail
     # Three binary digits run out after 2**3 = 8 positions.
     assert not check_extrapolates(binary_encoding, 8, 3, extended_length=9).passed
+    assert check_extrapolates(binary_encoding, 4, 3, extended_length=8).passed
+
+
+def test_extrapolates_rejects_non_finite_codes():
+    def overflowing(length, d_model):  # finite up to 16 positions, infinite beyond
+        with np.errstate(over="ignore"):
+            return np.tile(np.exp(np.arange(length) * 50.0), (d_model, 1)).T
+
+    assert check_extrapolates(overflowing, 4, 2, extended_length=14).passed
+    check = check_extrapolates(overflowing, 4, 2, extended_length=16)
+    assert not check.passed
+    assert math.isnan(check.value)
+    assert "only finite numbers" in check.detail
+
+
+def test_extrapolates_takes_no_bound():
+    with pytest.raises(TypeError, match="bound"):
+        check_extrapolates(sinusoidal, 4, 4, bound=1.0)
 
 
 def test_extrapolates_rejects_a_table_that_is_too_short():
@@ -265,7 +288,7 @@ def test_extrapolates_rejects_a_table_that_is_too_short():
 # --- all checks together ----------------------------------------------------
 
 EXPECTED = {  # the verdicts the chapter explains, property by property
-    "raw index": dict.fromkeys(PROPERTIES, True) | {"bounded": False, "extrapolates": False},
+    "raw index": dict.fromkeys(PROPERTIES, True) | {"bounded": False},
     "index / length": dict.fromkeys(PROPERTIES, True) | {"length_invariant": False},
     "one-hot": dict.fromkeys(PROPERTIES, True) | {"proximity": False, "extrapolates": False},
     "binary digits": dict.fromkeys(PROPERTIES, True) | {"proximity": False},
@@ -288,7 +311,7 @@ def test_check_properties_keys_and_values():
     checks = check_properties(index_encoding, 8, 2)
     assert tuple(checks) == PROPERTIES
     assert checks["bounded"].value == 7.0
-    assert checks["extrapolates"].value == 31.0
+    assert checks["extrapolates"] == Check(True, 32.0, "finite codes for all 32 positions")
 
 
 def test_table_lookup_and_text():

@@ -58,7 +58,8 @@ def property_grid(table: PropertyTable) -> Figure:
     A cell is light with a tick (✓) where the scheme has the property and dark
     with a cross (✗) where it lacks it, so the verdict reads without colour
     too; under the mark stands the measured number behind the verdict
-    ("no code" where the scheme raised). Colours are the two ends of
+    (for "defined beyond L" the number of positions coded, "no code" where
+    the scheme raised). Colours are the two ends of
     ``viridis``, with colour limits fixed at ``(0, 1)``.
 
     Parameters
@@ -189,7 +190,7 @@ def pooled_vectors(
         ax.set_title(title)
         ax.set_xlabel("column j of the pooled vector (index)")
         ax.set_xticks(columns)
-    axes[0].set_ylabel("value (embedding units)")
+    axes[0].set_ylabel("value (no unit)")
     axes[1].legend(loc="best", fontsize=8)
     fig.suptitle("Mean of the attention outputs over the words of each sentence")
     fig.tight_layout()
@@ -202,7 +203,7 @@ def distance_by_offset(curves: Mapping[str, np.ndarray], *, log: bool = True) ->
     Parameters
     ----------
     curves : mapping of str to array_like
-        Scheme name to :math:`D(\phi)` for :math:`\phi = 1, 2, \dots`, as
+        Scheme name to :math:`\bar{e}(\phi)` for :math:`\phi = 1, 2, \dots`, as
         returned by :func:`posenc.properties.mean_distance_by_offset`
         (shape ``(L - 1,)``; lengths may differ between schemes).
     log : bool
@@ -250,9 +251,9 @@ def distance_by_offset(curves: Mapping[str, np.ndarray], *, log: bool = True) ->
         )
     if log:
         ax.set_yscale("log")
-    scale = " (log scale)" if log else ""
+    scale = ", log scale" if log else ""
     ax.set_xlabel("offset φ between the two positions (positions)")
-    ax.set_ylabel(f"mean distance between codes\n(embedding units{scale})")
+    ax.set_ylabel(f"mean distance between codes\n(no unit{scale})")
     ax.set_title("How far apart the codes of two positions are, by offset")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
