@@ -84,6 +84,15 @@ def test_starts_with_one_picture_at_the_defaults():
         check_picture(fresh)
 
 
+def test_picture_is_a_lossless_copy_of_the_canvas(explorer):
+    """The hand-written PNG decodes, in an independent decoder, to the canvas's exact pixels."""
+    canvas = explorer.view.figure.canvas
+    rgb = np.asarray(canvas.buffer_rgba())[..., :3]
+    decoded = Image.open(io.BytesIO(explorer.image.value))
+    assert decoded.mode == "RGB"
+    np.testing.assert_array_equal(np.asarray(decoded), rgb)
+
+
 def test_slider_ranges_and_update_modes(explorer):
     assert (explorer.d_slider.min, explorer.d_slider.max) == (1, 512)
     assert (explorer.length_slider.min, explorer.length_slider.max) == (1, 512)

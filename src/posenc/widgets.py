@@ -40,13 +40,13 @@ Examples
 
 from __future__ import annotations
 
-import io
 import math
+import struct
+import zlib
 
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from PIL import Image
 
 from .plots.encoding import MEASURES, EncodingView, ProjectionView, SimilarityView
 from .validation import check_choice, check_integer, check_real
@@ -73,12 +73,32 @@ DPI = 90
 _LARGEST_MAXIMUM = 2048  # upper bound of max_length and max_d_model
 
 
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
 def _png(canvas: FigureCanvasAgg) -> bytes:
-    """The canvas's pixels as PNG bytes: RGB (the figures are opaque), fast compression."""
-    buffer = io.BytesIO()
+    """The canvas's pixels as PNG bytes: 8-bit RGB (the figures are opaque), fast compression.
+
+    Written here rather than by Pillow, which tries five row filters on every
+    row and takes two to three times as long (about 17 ms against 6 to 9 ms
+    for the explorers' pictures at the default sizes). Rows are stored
+    unfiltered: the flat colours of a figure compress almost as well without
+    a filter, to the same size within 4%.
+    """
     rgb = np.asarray(canvas.buffer_rgba())[..., :3]
-    Image.fromarray(np.ascontiguousarray(rgb)).save(buffer, format="png", compress_level=1)
-    return buffer.getvalue()
+    height, width, _ = rgb.shape
+    rows = np.zeros((height, 1 + 3 * width), dtype=np.uint8)  # leading 0: "no filter"
+    rows[:, 1:] = rgb.reshape(height, 3 * width)
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
+    return b"".join(
+        (
+            b"\x89PNG\r\n\x1a\n",
+            _png_chunk(b"IHDR", header),
+            _png_chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)),
+            _png_chunk(b"IEND", b""),
+        )
+    )
 
 
 def _slider(kind, description: str, value, minimum, maximum, **options):
