@@ -234,6 +234,20 @@ def test_float32_pair_zero_is_spared_because_its_frequency_is_one():
     assert error[:, 2:].max() > 1e-3
 
 
+def test_float32_sine_and_cosine_are_correctly_rounded():
+    """Only the float32 angle is inexact: its sine and cosine are the float32 nearest the truth."""
+    positions = np.array([0, 3, 777, 40_000, 1_234_567])
+    d_model = 10
+    table = sinusoidal_float32(positions, d_model)
+    omega = frequencies(d_model).astype(np.float32)
+    for row, k in zip(table, positions, strict=True):
+        angles = np.float32(k) * omega  # the float32 angles the function works from
+        for i, angle in enumerate(angles):
+            exact = mpmath.mpf(float(angle))
+            assert row[2 * i] == np.float32(float(mpmath.sin(exact)))
+            assert row[2 * i + 1] == np.float32(float(mpmath.cos(exact)))
+
+
 def test_float32_odd_width():
     table = sinusoidal_float32(np.arange(5), 5, 100.0)
     np.testing.assert_allclose(table, sinusoidal(5, 5, 100.0), atol=1e-6)
