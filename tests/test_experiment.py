@@ -15,6 +15,7 @@ from posenc.experiment import (
     SCORE_TERMS,
     ExperimentResult,
     SummaryRow,
+    accuracy_with_terms,
     chance_interval,
     difference_interval,
     format_summary,
@@ -277,6 +278,56 @@ def test_model_score_terms_bad_input():
         )
     with pytest.raises(TypeError, match="model must be an AttentionClassifier"):
         model_score_terms(None, np.zeros((1, 4), dtype=int))
+
+
+@pytest.mark.parametrize(("position", "combine"), [("sinusoidal", "add"), ("learned", "concat")])
+def test_accuracy_with_terms_keeps_only_the_chosen_terms(position, combine):
+    model = AttentionClassifier(
+        6, 5, 3, d_token=4, d_k=3, position=position, combine=combine, seeds=(0, 1, 2)
+    )
+    rng = np.random.default_rng(2)
+    tokens = rng.integers(0, 6, size=(40, 5))
+    labels = rng.integers(0, 3, size=40)
+    every = accuracy_with_terms(model, tokens, labels, SCORE_TERMS)
+    np.testing.assert_array_equal(every, model.accuracy(tokens, labels))
+    # Without the cross terms: an independent forward pass, one copy at a time.
+    kept = ("token-token", "position-position")
+    ablated = accuracy_with_terms(model, tokens, labels, kept)
+    z = model.attention_input(tokens)
+    for m in range(3):
+        terms = model_score_terms(model, tokens)[:, m]
+        scores = terms[0] + terms[3]
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        pooled = (weights @ (z[m] @ model.params["w_v"][m])).mean(axis=1)
+        logits = pooled @ model.params["w_out"][m] + model.params["b_out"][m]
+        assert ablated[m] == np.mean(logits.argmax(-1) == labels)
+    # Tokens and labels per copy give the same answer as shared ones.
+    per_copy = accuracy_with_terms(model, np.tile(tokens, (3, 1, 1)), np.tile(labels, (3, 1)), kept)
+    np.testing.assert_array_equal(per_copy, ablated)
+
+
+def test_accuracy_with_terms_bad_input():
+    model = AttentionClassifier(4, 4, 2, d_token=4, position="learned")
+    tokens, labels = np.zeros((2, 4), dtype=int), np.zeros(2, dtype=int)
+    with pytest.raises(TypeError, match="model must be an AttentionClassifier"):
+        accuracy_with_terms(None, tokens, labels, SCORE_TERMS)
+    with pytest.raises(TypeError, match="keep must be a sequence"):
+        accuracy_with_terms(model, tokens, labels, "token-token")
+    with pytest.raises(TypeError, match="keep must be a sequence"):
+        accuracy_with_terms(model, tokens, labels, 3)
+    with pytest.raises(ValueError, match="keep must be one of"):
+        accuracy_with_terms(model, tokens, labels, ["token-token", "cross"])
+    with pytest.raises(ValueError, match="keep must name at least one"):
+        accuracy_with_terms(model, tokens, labels, [])
+    with pytest.raises(ValueError, match="keep must name at least one"):
+        accuracy_with_terms(model, tokens, labels, ["token-token", "token-token"])
+    with pytest.raises(ValueError, match="labels must have shape"):
+        accuracy_with_terms(model, tokens, np.zeros(3, dtype=int), SCORE_TERMS)
+    with pytest.raises(ValueError, match="model must have a position signal"):
+        accuracy_with_terms(
+            AttentionClassifier(4, 4, 2, d_token=4, position="none"), tokens, labels, SCORE_TERMS
+        )
 
 
 def test_term_sizes_ignore_row_constants_and_scale_linearly():

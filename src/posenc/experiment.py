@@ -14,7 +14,9 @@ The analysis (pure linear algebra and geometry, no training):
   least-squares linear read-out recovers from their sum;
 * :func:`score_terms` and :func:`model_score_terms`: the four terms of the
   attention score of a sum (token-token, token-position, position-token,
-  position-position).
+  position-position);
+* :func:`accuracy_with_terms`: the accuracy of a trained model when its
+  attention scores keep only some of the four terms (an ablation).
 
 The experiment (training the small attention model of :mod:`posenc.model`
 on the order tasks of :mod:`posenc.tasks`):
@@ -52,6 +54,7 @@ __all__ = [
     "Run",
     "SummaryRow",
     "VariantSpec",
+    "accuracy_with_terms",
     "chance_interval",
     "difference_interval",
     "format_summary",
@@ -338,6 +341,63 @@ def model_score_terms(model: AttentionClassifier, tokens: Any) -> np.ndarray:
     return np.stack(terms) / math.sqrt(model.d_k)
 
 
+def accuracy_with_terms(
+    model: AttentionClassifier, tokens: Any, labels: Any, keep: Sequence[str]
+) -> np.ndarray:
+    """Accuracy of every copy when the attention scores keep only the terms in ``keep``.
+
+    An ablation at inference time: the score matrix is rebuilt from the
+    chosen terms of :func:`model_score_terms` (the others are set to zero),
+    and the rest of the forward pass (values, mean pooling, read-out) is the
+    model's own. Nothing is retrained. With all four terms kept the result is
+    :meth:`~posenc.model.AttentionClassifier.accuracy`.
+
+    Parameters
+    ----------
+    model : AttentionClassifier
+        A model with a position signal.
+    tokens : array_like of int
+        Shape ``(batch, L)``, or ``(n_models, batch, L)``.
+    labels : array_like of int
+        Shape ``(batch,)``, or ``(n_models, batch)``, matching ``tokens``.
+    keep : sequence of str
+        Names from :data:`SCORE_TERMS`, at least one, each at most once.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(n_models,)``, in ``[0, 1]``.
+
+    Examples
+    --------
+    >>> model = AttentionClassifier(4, 4, 2, d_token=4, position="learned", seeds=(0, 1))
+    >>> tokens, labels = np.array([[0, 1, 2, 3], [3, 2, 1, 0]]), np.array([0, 1])
+    >>> bool(np.all(accuracy_with_terms(model, tokens, labels, SCORE_TERMS)
+    ...             == model.accuracy(tokens, labels)))
+    True
+    """
+    if not isinstance(model, AttentionClassifier):
+        raise TypeError(f"model must be an AttentionClassifier, got {type(model).__name__}")
+    if isinstance(keep, str) or not isinstance(keep, Iterable):
+        raise TypeError(f"keep must be a sequence of names from {SCORE_TERMS}, got {keep!r}")
+    keep = [check_choice("keep", name, SCORE_TERMS) for name in keep]
+    if not keep or len(set(keep)) != len(keep):
+        raise ValueError(
+            f"keep must name at least one of {SCORE_TERMS}, each at most once, got {keep}"
+        )
+    terms = model_score_terms(model, tokens)  # checks model and tokens
+    tokens = model._check_tokens(tokens)
+    labels = model._check_labels(labels, tokens)
+    scores = terms[[SCORE_TERMS.index(name) for name in keep]].sum(axis=0)
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores)
+    weights /= weights.sum(axis=-1, keepdims=True)  # (n, batch, L, L)
+    values = model.attention_input(tokens) @ model.params["w_v"][:, None]
+    pooled = (weights @ values).mean(axis=-2)  # (n, batch, d_v)
+    logits = pooled @ model.params["w_out"] + model.params["b_out"][:, None, :]
+    return (logits.argmax(axis=-1) == labels).mean(axis=-1)
+
+
 def term_sizes(terms: Any) -> np.ndarray:
     """How much each score term moves the attention weights: its spread over the keys.
 
@@ -594,8 +654,8 @@ def run_experiment(
     steps, batch_size, learning_rate, eval_every
         Passed to :func:`posenc.model.train`.
     dtype : {"float32", "float64"}
-        Precision of the models; single precision by default, as large models
-        are trained, and about twice as fast as double.
+        Precision of the models; single precision by default, which is faster
+        than double (``benchmarks/bench_model.py`` measures by how much).
 
     Returns
     -------

@@ -181,9 +181,9 @@ class AttentionClassifier:
         One seed per independent copy of the model (see the module docstring).
     dtype : {"float64", "float32"}
         Floating-point type of the parameters and of every computation.
-        ``"float32"`` (single precision, as large models are trained) is about
-        twice as fast; keep ``"float64"`` to check gradients against finite
-        differences. The initial values are drawn in float64 and rounded, and
+        ``"float32"`` (single precision) is faster (``benchmarks/bench_model.py``
+        measures by how much); keep ``"float64"`` to check gradients against
+        finite differences. The initial values are drawn in float64 and rounded, and
         the sinusoidal table is computed in float64 and then rounded.
 
     Attributes
