@@ -40,7 +40,7 @@ from scipy import stats
 from threadpoolctl import threadpool_limits
 
 from .encodings import sinusoidal
-from .model import AttentionClassifier, TrainingHistory, check_seeds, train
+from .model import AttentionClassifier, TrainingHistory, _softmax_last, check_seeds, train
 from .similarity import cosine_similarity_matrix
 from .tasks import TaskData
 from .validation import check_array, check_choice, check_integer, check_real
@@ -389,9 +389,7 @@ def accuracy_with_terms(
     tokens = model._check_tokens(tokens)
     labels = model._check_labels(labels, tokens)
     scores = terms[[SCORE_TERMS.index(name) for name in keep]].sum(axis=0)
-    scores = scores - scores.max(axis=-1, keepdims=True)
-    weights = np.exp(scores)
-    weights /= weights.sum(axis=-1, keepdims=True)  # (n, batch, L, L)
+    weights = _softmax_last(scores)  # (n, batch, L, L), the model's own softmax
     values = model.attention_input(tokens) @ model.params["w_v"][:, None]
     pooled = (weights @ values).mean(axis=-2)  # (n, batch, d_v)
     logits = pooled @ model.params["w_out"] + model.params["b_out"][:, None, :]
