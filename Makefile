@@ -20,7 +20,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book test notebooks lab bench lint clean assignments grade
+.PHONY: help venv book test notebooks lab bench lint clean assignments grade system-deps browser-test
 
 help:
 	@echo "make book       build the HTML book into _build/html (creates .venv)"
@@ -28,6 +28,8 @@ help:
 	@echo "make notebooks  re-execute every chapter notebook in place"
 	@echo "make lab        open JupyterLab on the course environment"
 	@echo "make bench      run the benchmarks"
+	@echo "make browser-test  open the built book (and the notebooks in JupyterLab) in headless Chromium"
+	@echo "make system-deps   install the Debian packages the tests need (chromium, bubblewrap)"
 	@echo "make assignments  build the student and autograder versions of the assignments"
 	@echo "make grade SUBMISSIONS=folder ASSIGNMENT=01_motivation [OUT=grades.csv]"
 	@echo "                grade a folder of submitted notebooks into a CSV"
@@ -47,7 +49,7 @@ book: $(STAMP) assignments
 	@echo "Open _build/html/index.html"
 
 test: $(STAMP)
-	$(BIN)/python -m pytest tests src/posenc --nbval-current-env \
+	$(BIN)/python -m pytest tests src/posenc --ignore=tests/browser --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval $(NOTEBOOKS)
 
 # Without timestamps in the cell metadata, a re-run that changes no output changes no file.
@@ -78,6 +80,16 @@ grade: assignments
 	@test -n "$(SUBMISSIONS)" -a -n "$(ASSIGNMENT)" || \
 		{ echo "usage: make grade SUBMISSIONS=folder ASSIGNMENT=01_motivation [OUT=grades.csv]"; exit 2; }
 	$(BIN)/python assignments/grade.py "$(SUBMISSIONS)" --assignment "$(ASSIGNMENT)" --out "$(OUT)" $(GRADE_ARGS)
+
+# Debian packages that pip cannot install (Chromium for the browser tests,
+# bubblewrap for the grading sandbox); installs only what is missing.
+system-deps:
+	bash .ci/system-deps
+
+# The browser tests: the built book (run `make book` first) and the notebooks in JupyterLab,
+# in Debian's headless Chromium, offline, at 1280 px.
+browser-test: $(STAMP) system-deps
+	$(BIN)/python -m pytest tests/browser -p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks chapters assignments
