@@ -241,6 +241,8 @@ def test_naive_schemes_values():
     np.testing.assert_array_equal(index_encoding(3, 2), [[0, 0], [1, 1], [2, 2]])
     np.testing.assert_array_equal(index_over_length_encoding(4, 1).ravel(), [0, 0.25, 0.5, 0.75])
     np.testing.assert_array_equal(one_hot_encoding(3, 4), np.eye(3, 4))
+    np.testing.assert_array_equal(one_hot_encoding(4, 4), np.eye(4))  # one column per position
+    assert one_hot_encoding(0, 4).shape == (0, 4)
     bits = binary_encoding(8, 3)
     np.testing.assert_array_equal(bits @ [1, 2, 4], np.arange(8))
 
@@ -250,6 +252,7 @@ def test_naive_schemes_capacity_errors():
         one_hot_encoding(5, 4)
     with pytest.raises(ValueError, match=r"length must be <= 2\*\*d_model"):
         binary_encoding(9, 3)
+    assert binary_encoding(8, 3).shape == (8, 3)                    # 2**d_model codes fit
     assert binary_encoding(0, 80).shape == (0, 80)
 
 

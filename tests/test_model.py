@@ -453,3 +453,77 @@ def test_all_variants_train_one_step_in_both_precisions():
         history = train(model, tokens, labels, tokens, labels, steps=3, batch_size=6)
         assert np.all(np.isfinite(history.train_loss))
         assert history.train_loss.dtype == np.dtype(dtype)
+
+
+# --- bugs a maintainer could make, each caught directly -------------------------------
+
+
+@pytest.mark.parametrize("base", [10.0, 100.0, 1e4, 1e6])
+def test_sinusoidal_model_uses_its_own_base(base):
+    model = AttentionClassifier(4, 6, 2, d_token=4, position="sinusoidal", base=base)
+    np.testing.assert_array_equal(model.position_codes()[0], sinusoidal(6, 4, base))
+    tokens, _ = random_batch(5, batch=3, vocab=4, length=6)
+    np.testing.assert_allclose(model.logits(tokens)[0], reference_logits(model, tokens), atol=1e-12)
+
+
+def test_the_base_changes_the_output():
+    tokens, _ = random_batch(6, batch=5, vocab=4, length=6)
+    outputs = [
+        AttentionClassifier(4, 6, 2, d_token=4, position="sinusoidal", base=b).logits(tokens)
+        for b in (10.0, 1e4)
+    ]
+    assert np.abs(outputs[0] - outputs[1]).max() > 1e-3
+
+
+def recorded_batches(model, tokens, labels, *, steps, batch_size):
+    """Train ``model`` and return the rows of ``tokens`` each update used, ``(steps, n_models, batch)``."""
+    seen = []
+    original = model._loss_and_gradients
+
+    def spy(batch_tokens, batch_labels):
+        # every row of ``tokens`` is distinct, so a row identifies its index
+        index = {tuple(row): i for i, row in enumerate(tokens.tolist())}
+        seen.append([[index[tuple(r)] for r in copy] for copy in batch_tokens.tolist()])
+        return original(batch_tokens, batch_labels)
+
+    model._loss_and_gradients = spy
+    train(model, tokens, labels, tokens, labels, steps=steps, batch_size=batch_size)
+    return np.array(seen)
+
+
+def test_every_epoch_visits_every_example_once_in_a_fresh_order():
+    tokens = np.array(list(itertools.permutations(range(4))))[:20]  # 20 distinct rows
+    labels = np.arange(20) % 2
+    model = AttentionClassifier(4, 4, 2, d_token=4, position="learned", seeds=(0, 1))
+    batches = recorded_batches(model, tokens, labels, steps=12, batch_size=5)  # 3 epochs of 4
+    epochs = batches.reshape(3, 4, 2, 5).transpose(0, 2, 1, 3).reshape(3, 2, 20)
+    for epoch in epochs:
+        for order in epoch:
+            assert sorted(order.tolist()) == list(range(20))   # each example once per epoch
+    for m in range(2):
+        orders = {tuple(epochs[e, m]) for e in range(3)}
+        assert len(orders) == 3                                 # reshuffled every epoch
+    assert not np.array_equal(epochs[:, 0], epochs[:, 1])       # each copy its own order
+
+
+def test_training_evaluates_on_the_test_set_not_the_training_set():
+    tokens, labels = separable_task()
+    model = AttentionClassifier(4, 4, 2, d_token=8, position="learned", seeds=(0, 1))
+    flipped = 1 - labels                    # a test set the model cannot get right
+    history = train(model, tokens, labels, tokens, flipped, steps=150, batch_size=16,
+                    learning_rate=0.02)
+    np.testing.assert_array_equal(history.final_accuracy, model.accuracy(tokens, flipped))
+    np.testing.assert_allclose(history.final_accuracy, 1 - model.accuracy(tokens, labels))
+    assert np.all(history.final_accuracy <= 0.1)
+
+
+def test_learning_rate_scales_the_updates():
+    tokens, labels = random_batch(8, batch=8)
+    changes = []
+    for rate in (1e-3, 4e-3):
+        model = small_model("learned", "add")
+        before = model.params["w_q"].copy()
+        train(model, tokens, labels, tokens, labels, steps=1, batch_size=8, learning_rate=rate)
+        changes.append(np.abs(model.params["w_q"] - before).max())
+    # Adam's first step moves every entry by the learning rate (times the sign)
+    np.testing.assert_allclose(changes, [1e-3, 4e-3], rtol=1e-6)

@@ -71,3 +71,18 @@ def test_array_checks():
         check_array("x", [1 + 2j])
     with pytest.raises(TypeError, match="x must be an array of real numbers"):
         check_array("x", [object()])
+
+
+def test_real_bounds_are_inclusive():
+    assert check_real("x", 0.5, minimum=0.5) == 0.5
+    assert check_real("x", 2.0, maximum=2.0) == 2.0
+    assert check_real("x", 1, minimum=1, maximum=1) == 1.0
+    with pytest.raises(ValueError, match="x must be >= 0.5"):
+        check_real("x", np.nextafter(0.5, 0.0), minimum=0.5)
+    with pytest.raises(ValueError, match="x must be <= 2.0"):
+        check_real("x", np.nextafter(2.0, 3.0), maximum=2.0)
+
+
+def test_integer_bounds_are_inclusive():
+    assert check_integer("n", 3, minimum=3) == 3
+    assert check_integer("n", 7, maximum=7) == 7

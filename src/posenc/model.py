@@ -32,7 +32,10 @@ seed alone.
 Every gradient is written out by hand (:meth:`AttentionClassifier.loss_and_gradients`)
 and checked against central finite differences in ``tests/test_model.py``.
 The optimiser is Adam (Kingma and Ba, 2015). Training runs with one BLAS
-thread, so that the same seed gives the same numbers bit for bit.
+thread, so that on one machine the same seed gives the same numbers bit for
+bit. Another processor or BLAS kernel sums in another order and gives
+slightly different numbers, which training can amplify: compare trained
+results across machines within their seed-to-seed spread, never digit by digit.
 """
 
 from __future__ import annotations
@@ -633,7 +636,7 @@ def train(
     sequences. BLAS runs on one thread: at these sizes more threads gain
     little and, on a busy machine, lose a lot (``benchmarks/bench_model.py``),
     and a fixed thread count keeps every result bit for bit the same from run
-    to run.
+    to run on one machine (not across processors or BLAS kernels).
 
     Parameters
     ----------
