@@ -20,11 +20,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book test notebooks lab bench lint clean assignments grade system-deps browser-test
+.PHONY: help venv book test test-units test-cpus notebooks lab bench lint clean assignments grade system-deps browser-test
 
 help:
 	@echo "make book       build the HTML book into _build/html (creates .venv)"
-	@echo "make test       run the unit tests and nbval over every notebook"
+	@echo "make test       run the unit tests and nbval over every notebook (also under other CPU settings)"
 	@echo "make notebooks  re-execute every chapter notebook in place"
 	@echo "make lab        open JupyterLab on the course environment"
 	@echo "make bench      run the benchmarks"
@@ -36,7 +36,11 @@ help:
 	@echo "make clean      remove _build (and .venv with 'make clean ALL=1')"
 
 # The environment is rebuilt when requirements.txt or pyproject.toml change.
+# The pinned NumPy (2.4) needs Python 3.11 or newer: say so before pip fails to resolve it.
 $(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+		echo "The course needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) -V 2>&1)."; \
+		echo "Run with another interpreter, e.g.: make PYTHON=python3.12 test"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --quiet -r requirements.txt
 	@touch $(STAMP)
@@ -48,9 +52,35 @@ book: $(STAMP) assignments
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	@echo "Open _build/html/index.html"
 
+# `make test` runs two jobs side by side, one per core:
+#   test-units  the unit tests, the doctests, ruff, and nbval over every chapter as they
+#               run on this machine;
+#   test-cpus   nbval over every chapter again under each of CPU_SETTINGS: NumPy with some
+#               SIMD groups switched off and another OpenBLAS kernel, as on another
+#               processor. A stored output that depends on the order of floating-point sums
+#               fails here (tests/README.md says how such cells are handled).
+# Each setting is NUMPY-GROUPS-TO-DISABLE:OPENBLAS-KERNEL (commas between groups);
+# tests/cpu_settings.py first checks that the setting is really in force.
+CPU_SETTINGS ?= X86_V3:Sandybridge X86_V4,AVX512_ICL,AVX512_SPR:Nehalem
+NBVAL := --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval
+
 test: $(STAMP)
-	$(BIN)/python -m pytest tests src/posenc --ignore=tests/browser --nbval-current-env \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval $(NOTEBOOKS)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-cpus
+
+test-units: $(STAMP)
+	$(BIN)/python -m pytest tests src/posenc --ignore=tests/browser -p no:cacheprovider \
+		$(NBVAL) $(NOTEBOOKS)
+
+test-cpus: $(STAMP)
+	@for setting in $(CPU_SETTINGS); do \
+		groups="$${setting%%:*}"; groups="$${groups//,/ }"; core="$${setting##*:}"; \
+		echo "== chapters with NumPy's $$groups off and OpenBLAS kernel $$core"; \
+		NPY_DISABLE_CPU_FEATURES="$$groups" OPENBLAS_CORETYPE="$$core" \
+			$(BIN)/python tests/cpu_settings.py --disabled "$$groups" --coretype "$$core" || exit 1; \
+		NPY_DISABLE_CPU_FEATURES="$$groups" OPENBLAS_CORETYPE="$$core" \
+			$(BIN)/python -m pytest -q -p no:cacheprovider $(NBVAL) $(NOTEBOOKS) \
+			|| exit 1; \
+	done
 
 # Without timestamps in the cell metadata, a re-run that changes no output changes no file.
 notebooks: $(STAMP)
