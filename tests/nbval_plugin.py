@@ -12,6 +12,12 @@ honestly:
   ``tests/test_plots_*.py`` instead);
 * ``application/javascript`` and widget views: interactive state;
 * ``stderr``: progress bars and library warnings.
+
+A cell whose printed numbers depend on the machine (a timing, anything
+trained, a gradient-check error) is not compared at all: it carries the
+``nbval-ignore-output`` tag and asserts its claim with a tolerance from the
+number's own uncertainty. ``tests/README.md`` states the rule, and
+``make test-cpus`` re-runs every chapter on other CPU settings to enforce it.
 """
 
 SKIPPED_OUTPUTS = (
