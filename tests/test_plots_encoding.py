@@ -308,3 +308,21 @@ def test_frozen_layout_keeps_the_axes_and_the_settings():
     view.update(200, 64, measure="dot")
     view.figure.draw_without_rendering()
     assert [ax.get_position().bounds for ax in view.figure.axes] == boxes
+
+
+def test_cvd_heatmaps_show_the_simulated_table():
+    from posenc.colour import CVD_TYPES, simulate_cvd
+
+    fig = plots.plot_cvd_heatmaps(12, 8, 100.0)
+    assert isinstance(fig, Figure) and len(fig.axes) == 4
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0] == "normal vision"
+    assert titles[1:] == [f"{kind} (simulated)" for kind in CVD_TYPES]
+    expected = plt.get_cmap("RdBu_r")((sinusoidal(12, 8, 100.0) + 1) / 2)[..., :3]
+    np.testing.assert_allclose(fig.axes[0].images[0].get_array(), expected)
+    np.testing.assert_allclose(
+        fig.axes[2].images[0].get_array(), simulate_cvd(expected, CVD_TYPES[1])
+    )
+    assert "column j" in all_text(fig) and "position k" in all_text(fig)
+    with pytest.raises(ValueError, match="length"):
+        plots.plot_cvd_heatmaps(0, 8)

@@ -28,6 +28,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ..colour import CVD_TYPES, simulate_cvd
 from ..encodings import frequencies, sinusoidal, wavelengths
 from ..projection import offset_profile, pca_projection
 from ..similarity import cosine_distance_matrix, dot_product_matrix
@@ -480,6 +481,54 @@ def plot_encoding_heatmap(
     (-1.0, 1.0)
     """
     return EncodingView(length, d_model, base, position).figure
+
+
+def plot_cvd_heatmaps(length: int, d_model: int, base: float = 10_000.0) -> Figure:
+    r"""The heat map of :math:`\PE` as readers with colour-vision deficiencies see it.
+
+    Four panels: normal vision, then deuteranomaly, protanomaly and
+    tritanomaly at full severity (dichromacy), simulated with
+    :func:`posenc.colour.simulate_cvd` (Machado et al. 2009). Each panel is
+    the figure of :func:`plot_encoding_heatmap` without its colour bar: the
+    table through ``RdBu_r`` with limits ``[-1, 1]``, its colours converted.
+
+    Parameters
+    ----------
+    length : int
+        Number of positions ``L >= 1``.
+    d_model : int
+        Width ``d >= 1``.
+    base : float
+        The base ``n > 0``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_cvd_heatmaps(10, 4)
+    >>> [ax.get_title() for ax in fig.axes][:2]
+    ['normal vision', 'deuteranomaly (simulated)']
+    """
+    length, d_model, base = _check_table_args(length, d_model, base)
+    table = sinusoidal(length, d_model, base)
+    rgb = plt.get_cmap(CMAP_DIVERGING)((table + 1.0) / 2.0)[..., :3]
+    fig = _new_figure(9.0, 6.4)
+    axes = fig.subplots(2, 2, sharex=True, sharey=True)
+    panels = [("normal vision", rgb)]
+    panels += [(f"{kind} (simulated)", simulate_cvd(rgb, kind)) for kind in CVD_TYPES]
+    for ax, (title, image) in zip(axes.flat, panels, strict=True):
+        ax.imshow(image, aspect="auto", interpolation="nearest")
+        ax.set_title(title)
+    for ax in axes[1]:
+        ax.set_xlabel("column j")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("position k")
+    fig.suptitle(
+        f"{CMAP_DIVERGING} heat map, {_settings(length, d_model, base)}, red = +1, blue = -1"
+    )
+    return fig
 
 
 # --- similarity ----------------------------------------------------------------------
