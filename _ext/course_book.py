@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,9 @@ def public_url(remote: str) -> str | None:
     scp = re.fullmatch(r"[\w.-]+@([\w.-]+):(.+?)(?:\.git)?/?", remote)
     if scp:
         return f"https://{scp[1]}/{scp[2]}"
-    web = re.fullmatch(r"(?:https?|git|ssh)://(?:[^@/]+@)?([\w.-]+)(?::\d+)?/(.+?)(?:\.git)?/?", remote)
+    web = re.fullmatch(
+        r"(?:https?|git|ssh)://(?:[^@/]+@)?([\w.-]+)(?::\d+)?/(.+?)(?:\.git)?/?", remote
+    )
     if web:
         return f"https://{web[1]}/{web[2]}"
     return None
@@ -129,9 +132,7 @@ def trim_doctree(app: Sphinx, doctree: nodes.document) -> None:
         if lines and all(SETUP_MAGIC.match(ln.strip()) for ln in lines):
             cell.parent.remove(cell)
 
-    shows_widget = any(
-        WIDGET_VIEW in node.astext() for node in doctree.findall(nodes.raw)
-    )
+    shows_widget = any(WIDGET_VIEW in node.astext() for node in doctree.findall(nodes.raw))
     if not shows_widget:
         meta = getattr(app.env, "nb_metadata", {}).get(app.env.docname, {})
         js_files = meta.get("js_files", {})
@@ -161,7 +162,7 @@ def dedupe_scripts(
 class AuthorYearLabels(BaseLabelStyle):
     """Labels "Surname, year", "A and B, year" or "A et al., year", as cited in the text."""
 
-    def format_labels(self, sorted_entries):  # noqa: ANN001, ANN201 (pybtex's interface)
+    def format_labels(self, sorted_entries: list) -> Iterator[str]:
         seen: dict[str, int] = {}
         for entry in sorted_entries:
             people = entry.persons.get("author") or entry.persons.get("editor") or []
