@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
+from pybtex.database import Entry
 from pybtex.plugin import register_plugin
 from pybtex.richtext import Text
 from pybtex.style.formatting.plain import Style as PlainStyle
@@ -163,21 +164,29 @@ class AuthorYearLabels(BaseLabelStyle):
     """Labels "Surname, year", "A and B, year" or "A et al., year", as cited in the text."""
 
     def format_labels(self, sorted_entries: list) -> Iterator[str]:
+        labels = [self.label(entry) for entry in sorted_entries]
+        total = {label: labels.count(label) for label in labels}
         seen: dict[str, int] = {}
-        for entry in sorted_entries:
-            people = entry.persons.get("author") or entry.persons.get("editor") or []
-            names = [" ".join(p.last_names) for p in people]
-            if not names:
-                who = entry.fields.get("organization", entry.key)
-            elif len(names) == 1:
-                who = names[0]
-            elif len(names) == 2:
-                who = f"{names[0]} and {names[1]}"
-            else:
-                who = f"{names[0]} et al."
-            label = f"{latex_to_text(who)}, {entry.fields.get('year', 'n.d.')}"
-            seen[label] = seen.get(label, 0) + 1
-            yield label if seen[label] == 1 else f"{label}{chr(ord('a') + seen[label] - 1)}"
+        for label in labels:
+            if total[label] == 1:
+                yield label
+            else:  # two works by the same authors in one year: 1990a, 1990b
+                seen[label] = seen.get(label, 0) + 1
+                yield f"{label}{chr(ord('a') + seen[label] - 1)}"
+
+    @staticmethod
+    def label(entry: Entry) -> str:
+        people = entry.persons.get("author") or entry.persons.get("editor") or []
+        names = [" ".join(p.last_names) for p in people]
+        if not names:
+            who = entry.fields.get("organization", entry.key)
+        elif len(names) == 1:
+            who = names[0]
+        elif len(names) == 2:
+            who = f"{names[0]} and {names[1]}"
+        else:
+            who = f"{names[0]} et al."
+        return f"{latex_to_text(who)}, {entry.fields.get('year', 'n.d.')}"
 
 
 class PlainAuthorYear(PlainStyle):
