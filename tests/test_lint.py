@@ -19,7 +19,7 @@ def ruff():
 def test_ruff_check_is_clean():
     paths = [
         p
-        for p in ("src", "tests", "benchmarks", "chapters", "assignments", "_ext")
+        for p in ("src", "tests", "benchmarks", "chapters", "assignments", "_ext", "tools")
         if (ROOT / p).exists()
     ]
     result = subprocess.run(
