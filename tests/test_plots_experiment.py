@@ -77,6 +77,13 @@ def test_accuracy_figure_one_panel_per_task_with_intervals():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["no position", "learned add"]
     points = [line for line in ax.get_lines() if line.get_marker() == "o"]
     np.testing.assert_allclose(sorted(p.get_xdata()[0] for p in points), [50, 90])
+    # The legend sits below the panels, never on the data.
+    assert all(a.get_legend() is None for a in fig.axes)
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["chance interval"]
+    fig.draw_without_rendering()
+    box = legend.get_window_extent()
+    assert all(not box.overlaps(a.get_window_extent()) for a in fig.axes)
     with pytest.raises(ValueError, match="rows must not be empty"):
         plots.accuracy_figure([], chance)
 

@@ -257,11 +257,16 @@ def accuracy_figure(
             level, low, high = chance[task]
             ax.axvspan(100 * low, 100 * high, color="0.85", zorder=0, label="chance interval")
             ax.axvline(100 * level, color="0.5", linewidth=1)
-            ax.legend(frameon=False, loc="lower right", fontsize="small")
         ax.set_yticks(y, [r.label for r in mine])
         ax.set_xlim(0, 102)
         ax.set_xlabel("test accuracy (%)")
         ax.set_title(f"{task} task")
+    if any(task in chance for task in tasks):
+        # One legend for the figure, below the panels: inside an axis it would sit on
+        # the models that reach 100 %, which are drawn at the right edge.
+        first = next(ax for ax, task in zip(axes[0], tasks, strict=True) if task in chance)
+        handles, labels = first.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", frameon=False, fontsize="small")
     fig.suptitle("Test accuracy over five seeds")
     return detached(fig)
 
