@@ -79,8 +79,9 @@ def test_alibi_figure_one_panel_per_head_shared_scale():
 
 
 def test_rope_view_draws_score_and_bound():
-    view = plots.RopeView(32, 10_000.0, 200, max_d=64)
-    off = np.arange(201)
+    view = plots.RopeView(32, 10_000.0, 150, max_offset=2000, max_d=64)
+    off = view.offsets
+    assert np.array_equal(off[:256], np.arange(1, 257)) and off[-1] == 2000
     q = np.full(32, 1 / np.sqrt(32))
     np.testing.assert_allclose(view.score, rotary_score(q, q, off))
     np.testing.assert_array_equal(view.bound, rope_decay_bound(off, 32))
@@ -89,12 +90,19 @@ def test_rope_view_draws_score_and_bound():
     )
     # for this pair the RoFormer bound is the relative bound itself
     assert np.all(np.abs(view.score) <= view.bound + 1e-12)
-    view.update(64, 500_000.0, 50)
-    assert view.bound_line.get_xdata().shape == (51,) and view.ax.get_xlim() == (0.0, 50.0)
+    at_150 = rotary_score(q, q, [150])[0], rope_decay_bound([150], 32)[0]
+    assert f"offset 150: score {at_150[0]:.3f}, bound {at_150[1]:.2f}" in view.title.get_text()
+    limits = view.ax.get_xlim(), view.ax.get_ylim()
+    view.update(64, 500_000.0)
+    view.set_offset(2000)
+    assert (view.ax.get_xlim(), view.ax.get_ylim()) == limits  # the frame never moves
+    np.testing.assert_array_equal(view.marker.get_xdata(), [2000, 2000])
     with pytest.raises(ValueError, match="even"):
-        view.update(33, 1e4, 10)
+        view.update(33, 1e4)
     with pytest.raises(ValueError, match="d must be"):
-        view.update(66, 1e4, 10)
+        view.update(66, 1e4)
+    with pytest.raises(ValueError, match="offset"):
+        view.set_offset(2001)
 
 
 @pytest.mark.parametrize(

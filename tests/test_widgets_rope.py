@@ -16,12 +16,8 @@ def pixels(explorer) -> np.ndarray:
 
 
 def expected(explorer):
-    d, n, top = (
-        explorer.d_slider.value,
-        explorer.base_slider.value,
-        explorer.offset_slider.value,
-    )
-    off = np.arange(top + 1)
+    d, n = explorer.d_slider.value, explorer.base_slider.value
+    off = explorer.view.offsets
     q = np.full(d, 1 / np.sqrt(d))
     return rotary_score(q, q, off, base=n), rope_decay_bound(off, d, n)
 
@@ -30,7 +26,7 @@ def test_defaults_and_first_picture():
     explorer = rope_explorer()
     assert explorer.d_slider.value == ROPE_DEFAULTS["d"]
     assert explorer.base_slider.value == ROPE_DEFAULTS["base"]
-    assert explorer.offset_slider.value == ROPE_DEFAULTS["max_offset"]
+    assert explorer.offset_slider.value == ROPE_DEFAULTS["offset"]
     assert explorer.redraws == 1 and explorer.full_redraws == 1
     assert pixels(explorer).ndim == 3
 
@@ -40,7 +36,7 @@ def test_defaults_and_first_picture():
     [
         ("d_slider", [2, 64, 256]),
         ("base_slider", [10.0, 500_000.0, 1e6]),
-        ("offset_slider", [16, 4000, 8192]),
+        ("offset_slider", [1, 4000, 8192]),
     ],
 )
 def test_every_slider_redraws_the_right_curves(slider, values):
@@ -57,13 +53,14 @@ def test_every_slider_redraws_the_right_curves(slider, values):
         before = after
 
 
-def test_frame_kept_unless_the_x_axis_moves():
+def test_frame_rendered_once_and_marker_follows_the_offset():
     explorer = rope_explorer()
     explorer.d_slider.value = 64
     explorer.base_slider.value = 1000.0
-    assert explorer.full_redraws == 1
     explorer.offset_slider.value = 200
-    assert explorer.full_redraws == 2
+    assert explorer.full_redraws == 1 and explorer.redraws == 4
+    np.testing.assert_array_equal(explorer.view.marker.get_xdata(), [200, 200])
+    assert "offset 200" in explorer.view.title.get_text()
 
 
 @pytest.mark.parametrize(
@@ -72,8 +69,9 @@ def test_frame_kept_unless_the_x_axis_moves():
         ({"d": 7}, ValueError, "even"),
         ({"d": 512}, ValueError, "d must be"),
         ({"base": 1.0}, ValueError, "base"),
-        ({"max_offset": 5}, ValueError, "max_offset"),
-        ({"offset_range": [1, 2]}, TypeError, "offset_range"),
+        ({"offset": 0}, ValueError, "offset"),
+        ({"offset": 50, "max_offset": 20}, ValueError, "offset"),
+        ({"max_offset": 1.5}, TypeError, "max_offset"),
         ({"max_d": 3}, ValueError, "max_d"),
     ],
 )

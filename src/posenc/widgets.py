@@ -422,19 +422,18 @@ def projection_explorer(
 
 
 #: Default settings of the RoPE explorer (chapter 6), where its latency is measured.
-ROPE_DEFAULTS = {"d": 128, "base": 10_000.0, "max_offset": 1000}
+ROPE_DEFAULTS = {"d": 128, "base": 10_000.0, "offset": 100}
 
 
 class RopeExplorer(widgets.VBox):
-    """Sliders for the base ``n``, the head width ``d_k`` and the largest offset, above
-    the RoPE score of an evenly spread pair and its decay bound (:class:`RopeView`).
+    """Sliders for the base ``n``, the head width ``d_k`` and an offset, above the
+    RoPE score of an evenly spread pair and its decay bound (:class:`RopeView`).
 
-    Every slider redraws on release. The y axis is fixed (logarithmic, from
-    :data:`posenc.plots.inside.FLOOR` to the bound at offset 0 for the widest
-    head), so the frame (axes, ticks, labels) is rendered once; a change of
-    ``n`` or ``d_k`` redraws only the two curves and the title over it, and a
-    change of the largest offset, which moves the x axis, renders the frame
-    again.
+    The axes are fixed (logarithmic, offsets 1 to ``max_offset``), so the
+    frame (axes, ticks, labels, legend) is rendered once. A change of ``n``
+    or ``d_k`` (on release) recomputes the two curves and draws them over the
+    kept frame; a change of the offset (continuous, while dragging) only
+    moves the marker and rewrites the title.
 
     Attributes
     ----------
@@ -444,23 +443,25 @@ class RopeExplorer(widgets.VBox):
     redraws, full_redraws : int
     """
 
-    def __init__(self, d: int, base: float, max_offset: int, *, max_d: int, offset_range) -> None:
-        self.view = view = RopeView(d, base, max_offset, max_d=max_d)
+    def __init__(self, d: int, base: float, offset: int, *, max_d: int, max_offset: int) -> None:
+        self.view = view = RopeView(d, base, offset, max_offset=max_offset, max_d=max_d)
         self.redraws = 0
         self.full_redraws = 0
         view.figure.set_dpi(DPI)
         self._canvas = FigureCanvasAgg(view.figure)
         view.figure.draw_without_rendering()  # constrained layout, once
         view.figure.set_layout_engine("none")
-        for artist in view.data_artists:
+        for artist in (*view.data_artists, *view.moving_artists):
             artist.set_animated(True)
-        self._frame = None
-        self._frame_key = None
+        self._canvas.draw()
+        self._frame = self._canvas.copy_from_bbox(view.figure.bbox)
+        self.full_redraws = 1
+        self._under_marker = None
         self.base_slider = _slider(
             widgets.FloatLogSlider,
             "n (base)",
             base,
-            math.log10(BASE_RANGE[0]) + 1,
+            1.0,
             math.log10(BASE_RANGE[1]),
             base=10,
             step=0.01,
@@ -468,32 +469,38 @@ class RopeExplorer(widgets.VBox):
         )
         self.d_slider = _slider(widgets.IntSlider, "d_k (head width)", d, 2, max_d, step=2)
         self.offset_slider = _slider(
-            widgets.IntSlider, "largest offset", max_offset, offset_range[0], offset_range[1]
+            widgets.IntSlider, "offset a - b", offset, 1, max_offset, continuous_update=True
         )
         self.image = widgets.Image(format="png")
-        for control in (self.base_slider, self.d_slider, self.offset_slider):
-            control.observe(self._on_change, names="value")
+        self.base_slider.observe(self._on_curve_change, names="value")
+        self.d_slider.observe(self._on_curve_change, names="value")
+        self.offset_slider.observe(self._on_offset_change, names="value")
         controls = widgets.HBox(
             [widgets.VBox([self.base_slider, self.d_slider]), widgets.VBox([self.offset_slider])]
         )
         super().__init__(children=[controls, self.image])
-        self._render()
+        self._render_data()
 
-    def _on_change(self, change) -> None:
-        self.view.update(self.d_slider.value, self.base_slider.value, self.offset_slider.value)
-        self._render()
+    def _on_curve_change(self, change) -> None:
+        self.view.update(self.d_slider.value, self.base_slider.value)
+        self._render_data()
 
-    def _render(self) -> None:
+    def _on_offset_change(self, change) -> None:
+        self.view.set_offset(self.offset_slider.value)
+        self._render_offset()
+
+    def _render_data(self) -> None:
         figure, canvas = self.view.figure, self._canvas
-        key = (self.view.ax.get_xlim(), self.view.ax.get_ylim())
-        if key != self._frame_key or self._frame is None:
-            canvas.draw()  # everything but the animated curves and title
-            self._frame = canvas.copy_from_bbox(figure.bbox)
-            self._frame_key = key
-            self.full_redraws += 1
-        else:
-            canvas.restore_region(self._frame)
+        canvas.restore_region(self._frame)
         for artist in self.view.data_artists:
+            figure.draw_artist(artist)
+        self._under_marker = canvas.copy_from_bbox(figure.bbox)
+        self._render_offset()
+
+    def _render_offset(self) -> None:
+        figure, canvas = self.view.figure, self._canvas
+        canvas.restore_region(self._under_marker)
+        for artist in self.view.moving_artists:
             figure.draw_artist(artist)
         self.image.value = _png(canvas)
         self.redraws += 1
@@ -503,9 +510,9 @@ def rope_explorer(
     *,
     d: int = ROPE_DEFAULTS["d"],
     base: float = ROPE_DEFAULTS["base"],
-    max_offset: int = ROPE_DEFAULTS["max_offset"],
+    offset: int = ROPE_DEFAULTS["offset"],
     max_d: int = 256,
-    offset_range: tuple[int, int] = (16, 8192),
+    max_offset: int = 8192,
 ) -> RopeExplorer:
     """The RoPE score and its decay bound against the offset, live (chapter 6).
 
@@ -515,12 +522,12 @@ def rope_explorer(
         Starting head width ``d_k``, even, in ``[2, max_d]``.
     base : float, optional
         Starting base ``n``, in ``[10, 1e6]``.
-    max_offset : int, optional
-        Starting largest offset shown, within ``offset_range``.
+    offset : int, optional
+        Starting marked offset, in ``[1, max_offset]``.
     max_d : int, optional
         End of the width slider, even, in ``[2, 2048]``.
-    offset_range : (int, int), optional
-        Ends of the largest-offset slider, ``1 <= low <= high <= 65536``.
+    max_offset : int, optional
+        Largest offset drawn and end of the offset slider, in ``[1, 65536]``.
 
     Returns
     -------
@@ -528,10 +535,10 @@ def rope_explorer(
 
     Examples
     --------
-    >>> explorer = rope_explorer(d=16, max_offset=100, max_d=32)
+    >>> explorer = rope_explorer(d=16, offset=10, max_d=32, max_offset=100)
     >>> explorer.d_slider.value = 32
-    >>> explorer.view.score_line.get_ydata()[0]
-    np.float64(1.0)
+    >>> explorer.view.settings["d"]
+    32
     >>> rope_explorer(d=7)
     Traceback (most recent call last):
         ...
@@ -544,9 +551,6 @@ def rope_explorer(
     if d % 2:
         raise ValueError(f"d must be an even integer in [2, {max_d}], got {d}")
     base = check_real("base", base, minimum=10.0, maximum=BASE_RANGE[1])
-    if not isinstance(offset_range, tuple) or len(offset_range) != 2:
-        raise TypeError(f"offset_range must be a tuple (low, high), got {offset_range!r}")
-    low = check_integer("offset_range[0]", offset_range[0], minimum=1, maximum=65_536)
-    high = check_integer("offset_range[1]", offset_range[1], minimum=low, maximum=65_536)
-    max_offset = check_integer("max_offset", max_offset, minimum=low, maximum=high)
-    return RopeExplorer(d, base, max_offset, max_d=max_d, offset_range=(low, high))
+    max_offset = check_integer("max_offset", max_offset, minimum=1, maximum=65_536)
+    offset = check_integer("offset", offset, minimum=1, maximum=max_offset)
+    return RopeExplorer(d, base, offset, max_d=max_d, max_offset=max_offset)

@@ -262,34 +262,53 @@ class RopeView:
     the score is ``(2/d) sum_i cos(phi theta_i)`` and the RoFormer bound for
     this pair equals the relative bound of
     :func:`~posenc.rotary.rope_decay_bound` exactly. Both are drawn in
-    absolute value on a logarithmic axis (values below :data:`FLOOR` at it).
+    absolute value against the offset on logarithmic axes (values below
+    :data:`FLOOR` at it): every offset up to 256, then about a thousand
+    offsets spread evenly on the logarithmic axis up to ``max_offset``
+    (``offsets``). A marker shows one offset and the title gives both values
+    there, computed for that offset.
+
+    The axes do not depend on ``d``, the base or the marked offset, so a
+    redraw never has to lay out or render the frame again.
 
     Parameters
     ----------
     d : int
-        Head width, even, ``>= 2``.
+        Head width, even, ``2 <= d <= max_d``.
     base : float
-        The base ``b``, ``> 0``.
+        The base ``n``, ``> 0``.
+    offset : int
+        The marked offset, ``1 <= offset <= max_offset``.
     max_offset : int
-        The offsets drawn are ``0, ..., max_offset``.
+        The offsets drawn are ``1, ..., max_offset``; ``>= 1``.
     max_d : int
         The largest width the view will show, which fixes the y axis.
 
     Examples
     --------
-    >>> view = RopeView(64, 10_000.0, 500)
-    >>> view.update(32, 500_000.0, 100)
-    >>> view.score_line.get_xdata().shape
-    (101,)
+    >>> view = RopeView(64, 10_000.0, 100, max_offset=500)
+    >>> view.update(32, 500_000.0)
+    >>> int(view.score_line.get_xdata()[-1])
+    500
+    >>> view.set_offset(1)
+    >>> view.marker.get_xdata()
+    [1, 1]
     """
 
-    def __init__(self, d: int, base: float, max_offset: int, *, max_d: int = 256) -> None:
+    def __init__(
+        self, d: int, base: float, offset: int, *, max_offset: int = 8192, max_d: int = 256
+    ) -> None:
         self.max_d = check_integer("max_d", max_d, minimum=2)
+        self.max_offset = check_integer("max_offset", max_offset, minimum=1)
+        # Every offset up to 256, then about 1,000 offsets spread evenly on the
+        # logarithmic axis: the same picture at a tenth of the cost.
+        spread = np.geomspace(1, self.max_offset, 1024).round().astype(np.int64)
+        self.offsets = np.union1d(np.arange(1, min(256, self.max_offset) + 1), spread)
         fig = detached(plt.figure(figsize=(8.0, 4.4), layout="constrained"))
         self.figure = fig
         self.ax = fig.add_subplot()
         (self.bound_line,) = self.ax.plot(
-            [], [], color=QUALITATIVE[1], linewidth=1.8, label="RoFormer bound for this pair"
+            [], [], color=QUALITATIVE[1], linewidth=1.6, label="RoFormer bound for this pair"
         )
         (self.score_line,) = self.ax.plot(
             [],
@@ -298,42 +317,58 @@ class RopeView:
             linewidth=1.0,
             label=r"|score| of $q = k = (1, \dots, 1)/\sqrt{d_k}$",
         )
+        self.marker = self.ax.axvline(1, color="black", linewidth=1.0, linestyle="--")
+        self.ax.set_xscale("log")
         self.ax.set_yscale("log")
+        self.ax.set_xlim(1, self.max_offset)
         self.ax.set_ylim(FLOOR, (self.max_d / 2 + 1) / 2 * 1.5)
-        self.ax.set_xlabel("offset $a - b$, query minus key (positions)")
+        self.ax.set_xlabel("offset $a - b$, query minus key (positions, log scale)")
         self.ax.set_ylabel("|score|, bound (no unit, log scale)")
         self.ax.grid(True, which="major", alpha=0.3)
-        self.ax.legend(loc="upper right")
-        self.title = self.ax.set_title("")
-        self.data_artists = (self.bound_line, self.score_line, self.title)
-        self.update(d, base, max_offset)
+        self.ax.legend(loc="lower left")
+        self.title = self.ax.set_title("", fontsize="medium")
+        self.data_artists = (self.bound_line, self.score_line)
+        self.moving_artists = (self.marker, self.title)
+        self.offset = check_integer("offset", offset, minimum=1, maximum=self.max_offset)
+        self.update(d, base)
 
-    def update(self, d: int, base: float, max_offset: int) -> None:
-        """Recompute and redraw for new settings (no new figure)."""
+    def update(self, d: int, base: float) -> None:
+        """Recompute the curves for a new width and base (no new figure)."""
         d = check_integer("d", d, minimum=2, maximum=self.max_d)
         if d % 2:
             raise ValueError(f"d must be an even integer >= 2 (pairs of columns), got {d}")
         base = check_real("base", base, positive=True)
-        max_offset = check_integer("max_offset", max_offset, minimum=1)
-        offsets = np.arange(max_offset + 1)
         q = np.full(d, 1.0 / np.sqrt(d))
-        self.score = rotary_score(q, q, offsets, base=base)
-        self.bound = rope_decay_bound(offsets, d, base)
-        self.offsets = offsets
-        self.settings = {"d": d, "base": base, "max_offset": max_offset}
-        self.bound_line.set_data(offsets, np.maximum(self.bound, FLOOR))
-        self.score_line.set_data(offsets, np.maximum(np.abs(self.score), FLOOR))
-        self.ax.set_xlim(0, max_offset)
-        self.title.set_text(f"RoPE, $d_k = {d}$, base $n = {base:,.6g}$")
+        self.score = rotary_score(q, q, self.offsets, base=base)
+        self.bound = rope_decay_bound(self.offsets, d, base)
+        self.settings = {"d": d, "base": base}
+        self.bound_line.set_data(self.offsets, np.maximum(self.bound, FLOOR))
+        self.score_line.set_data(self.offsets, np.maximum(np.abs(self.score), FLOOR))
+        self.set_offset(self.offset)
+
+    def set_offset(self, offset: int) -> None:
+        """Move the marker to ``offset`` and give both values there in the title."""
+        offset = check_integer("offset", offset, minimum=1, maximum=self.max_offset)
+        self.offset = offset
+        self.marker.set_xdata([offset, offset])
+        q = np.full(self.settings["d"], 1.0 / np.sqrt(self.settings["d"]))
+        score = rotary_score(q, q, [offset], base=self.settings["base"])[0]
+        bound = rope_decay_bound([offset], self.settings["d"], self.settings["base"])[0]
+        self.title.set_text(
+            f"RoPE, $d_k = {self.settings['d']}$, base $n = {self.settings['base']:,.6g}$; "
+            f"offset {offset}: score {score:.3f}, bound {bound:.2f}"
+        )
 
 
-def rope_score_figure(d: int, base: float = 10_000.0, max_offset: int = 1000) -> Figure:
+def rope_score_figure(
+    d: int, base: float = 10_000.0, offset: int = 100, max_offset: int = 8192
+) -> Figure:
     """The figure of :class:`RopeView`, static: what the RoPE explorer shows.
 
     Examples
     --------
-    >>> fig = rope_score_figure(128, 10_000.0, 200)
+    >>> fig = rope_score_figure(128, 10_000.0, 50, max_offset=200)
     >>> fig.axes[0].get_yscale()
     'log'
     """
-    return RopeView(d, base, max_offset, max_d=max(int(d), 2)).figure
+    return RopeView(d, base, offset, max_offset=max_offset, max_d=max(int(d), 2)).figure
