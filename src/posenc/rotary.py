@@ -202,7 +202,9 @@ def apply_rotary(
     ``src/transformers/models/llama/modeling_llama.py``). The two layouts
     differ by a fixed permutation of the columns (:func:`layout_permutation`).
     The formula here follows those references; it is not compared with them
-    in a test, as none of them installs without a deep-learning framework.
+    in a test, as none of them installs without a deep-learning framework
+    (keras-hub's ``RotaryEmbedding`` layer, for one, requires
+    ``tensorflow-text`` and so TensorFlow on Linux).
 
     Parameters
     ----------
