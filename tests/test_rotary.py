@@ -218,6 +218,8 @@ def test_decay_bound_decays_on_average():
         (lambda: apply_rotary(np.full((2, 4), np.nan)), ValueError, "finite"),
         (lambda: rotary_angles([0], 4, dtype="float8"), ValueError, "dtype"),
         (lambda: rotary_angles([[0]], 4), ValueError, "1 dimension"),
+        (lambda: rotary_angles([70_000], 4, dtype="float16"), ValueError, "65504"),
+        (lambda: rotary_angles([65_505], 4, dtype="float16"), ValueError, "float16"),
         (lambda: layout_permutation(5), ValueError, "even"),
         (lambda: rope_decay_bound([0], 0), ValueError, "d must be"),
         (lambda: rotary_score(np.ones(4), np.ones(6), [0]), ValueError, "k must have shape"),

@@ -134,6 +134,12 @@ def rotary_angles(
     # Each operand is rounded to the format; the product of two such numbers is
     # exact in float64 (at most 2 x 24 significant bits), so one rounding to
     # the format follows, as in hardware that multiplies in that format.
+    largest = float(ml_dtypes.finfo(kind).max)
+    if positions.size and np.abs(positions).max() > largest:
+        raise ValueError(
+            f"positions must lie in [-{largest:g}, {largest:g}] for dtype {dtype}, "
+            f"got {int(np.abs(positions).max())}"
+        )
     m = positions.astype(np.float64).astype(kind).astype(np.float64)
     t = theta.astype(kind).astype(np.float64)
     return (m[:, None] * t[None, :]).astype(kind).astype(np.float64)

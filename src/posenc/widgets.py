@@ -1,4 +1,5 @@
-"""Interactive explorers of the sinusoidal encoding, built with ipywidgets.
+"""Interactive explorers of the sinusoidal encoding (and, for chapter 6, of RoPE's
+score and decay bound: :func:`rope_explorer`), built with ipywidgets.
 
 Each explorer is a :class:`ipywidgets.VBox` holding sliders for the width
 ``d``, the base ``n``, the length ``L`` and a position ``k``, above a
