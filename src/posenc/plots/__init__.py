@@ -37,6 +37,15 @@ from .implementation import (
     plot_signal_ratio,
     plot_spacings,
 )
+from .inside import (
+    RopeView,
+    alibi_figure,
+    angle_error_figure,
+    decay_bound_figure,
+    rope_score_figure,
+    shaw_clip_figure,
+    t5_bucket_figure,
+)
 from .mathematics import (
     binary_sinusoidal_figure,
     cosine_distance_offset_figure,
@@ -56,11 +65,15 @@ __all__ = [
     "QUALITATIVE",
     "EncodingView",
     "ProjectionView",
+    "RopeView",
     "SimilarityView",
     "accuracy_figure",
+    "alibi_figure",
+    "angle_error_figure",
     "binary_sinusoidal_figure",
     "cosine_distance_offset_figure",
     "cosine_figure",
+    "decay_bound_figure",
     "decoding_figure",
     "detached",
     "distance_by_offset",
@@ -84,8 +97,11 @@ __all__ = [
     "pooled_vectors",
     "property_grid",
     "readout_figure",
+    "rope_score_figure",
     "score_term_figure",
     "separation_figure",
+    "shaw_clip_figure",
     "shift_fit_figure",
     "symmetric_limits",
+    "t5_bucket_figure",
 ]
