@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         print("CPU setting not in force: " + "; ".join(problems), file=sys.stderr)
         return 1
-    print(f"NumPy {np.__version__} dispatches to {found or ['baseline only']}; OpenBLAS kernel {archs}")
+    groups = found or ["baseline only"]
+    print(f"NumPy {np.__version__} dispatches to {groups}; OpenBLAS kernel {archs}")
     return 0
 
 

@@ -476,7 +476,10 @@ def test_the_base_changes_the_output():
 
 
 def recorded_batches(model, tokens, labels, *, steps, batch_size):
-    """Train ``model`` and return the rows of ``tokens`` each update used, ``(steps, n_models, batch)``."""
+    """Train ``model``; return the rows of ``tokens`` each update used.
+
+    Shape ``(steps, n_models, batch)``.
+    """
     seen = []
     original = model._loss_and_gradients
 

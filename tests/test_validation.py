@@ -77,9 +77,9 @@ def test_real_bounds_are_inclusive():
     assert check_real("x", 0.5, minimum=0.5) == 0.5
     assert check_real("x", 2.0, maximum=2.0) == 2.0
     assert check_real("x", 1, minimum=1, maximum=1) == 1.0
-    with pytest.raises(ValueError, match="x must be >= 0.5"):
+    with pytest.raises(ValueError, match=r"x must be >= 0\.5"):
         check_real("x", np.nextafter(0.5, 0.0), minimum=0.5)
-    with pytest.raises(ValueError, match="x must be <= 2.0"):
+    with pytest.raises(ValueError, match=r"x must be <= 2\.0"):
         check_real("x", np.nextafter(2.0, 3.0), maximum=2.0)
 
 
