@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from posenc import cosine_distance_matrix, dot_product_matrix, sinusoidal
-from posenc.projection import offset_profile, pca_projection
+from posenc.projection import SIGN_TOLERANCE, offset_profile, pca_projection
 
 
 def covariance_pca(x, c):
@@ -52,9 +52,34 @@ def test_points_on_a_line():
     result = pca_projection(x, n_components=2)
     np.testing.assert_allclose(result.explained_variance_ratio, [1.0, 0.0], atol=1e-15)
     np.testing.assert_allclose(np.abs(result.components[0]), [0.6, 0.8])
-    # The two ends tie for the largest magnitude, so either sign is allowed here.
-    along = result.coordinates[:, 0] * np.sign(result.coordinates[-1, 0])
-    np.testing.assert_allclose(along, 5.0 * (np.arange(5) - 2), atol=1e-12)
+    # The two ends tie for the largest magnitude; the first row decides the sign.
+    np.testing.assert_allclose(result.components[0], [0.6, 0.8])
+    np.testing.assert_allclose(result.coordinates[:, 0], 5.0 * (np.arange(5) - 2), atol=1e-12)
+
+
+@pytest.mark.parametrize("nudge", [0.0, 1e-13, -1e-13])
+def test_sign_of_an_exact_tie_does_not_depend_on_rounding(nudge):
+    # Symmetric points: the largest magnitudes tie with opposite signs, so a rule
+    # based on the largest coordinate would let the last bits pick the sign.
+    x = np.outer(np.arange(-2.0, 3.0), [3.0, 4.0])
+    x[-1] += nudge
+    assert pca_projection(x, n_components=1).coordinates[0, 0] < 0
+
+
+def test_code_path_starts_on_the_negative_side():
+    # The chapter's table: axis 1 is exactly antisymmetric along the sequence
+    # (x_{99-k} = -x_k), axis 2 symmetric; position 0 is drawn lower left.
+    coords = pca_projection(sinusoidal(100, 128), n_components=2).coordinates
+    assert np.all(coords[0] < 0)
+    assert coords[-1, 0] > 0 and coords[-1, 1] < 0
+    np.testing.assert_allclose(coords[::-1, 0], -coords[:, 0], atol=1e-12)
+
+
+def test_a_row_at_the_mean_does_not_decide_the_sign():
+    # Row 0 sits on the mean (coordinate zero up to rounding); row 1 decides.
+    x = np.array([[0.0, 0.0], [-1.0, -1.0], [1.0, 1.0], [2.0, 2.0], [-2.0, -2.0]])
+    coords = pca_projection(x, n_components=1).coordinates[:, 0]
+    assert abs(coords[0]) < 1e-12 and coords[1] < 0
 
 
 def test_identical_rows_have_no_variance():
@@ -93,9 +118,13 @@ def test_properties(x, c):
     np.testing.assert_allclose(
         result.coordinates, (x - x.mean(axis=0)) @ result.components.T, atol=1e-9
     )
-    # Sign convention: the coordinate of largest magnitude along each axis is not negative.
-    largest = np.argmax(np.abs(result.coordinates), axis=0)
-    assert np.all(result.coordinates[largest, np.arange(c)] >= 0)
+    # Sign convention: the first row clearly off the mean is negative on each axis.
+    magnitude = np.abs(result.coordinates)
+    off_mean = magnitude > SIGN_TOLERANCE * magnitude.max(axis=0)
+    for axis in range(c):
+        rows = np.flatnonzero(off_mean[:, axis])
+        if rows.size:
+            assert result.coordinates[rows[0], axis] < 0
 
 
 def test_bad_input():

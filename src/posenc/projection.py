@@ -20,7 +20,11 @@ import numpy as np
 
 from .validation import check_array, check_integer
 
-__all__ = ["PCAResult", "offset_profile", "pca_projection"]
+__all__ = ["SIGN_TOLERANCE", "PCAResult", "offset_profile", "pca_projection"]
+
+#: Relative size below which a coordinate is treated as lying on the mean when
+#: :func:`pca_projection` fixes the sign of an axis.
+SIGN_TOLERANCE = 1e-8
 
 
 class PCAResult(NamedTuple):
@@ -54,8 +58,13 @@ def pca_projection(x: np.ndarray, n_components: int = 2) -> PCAResult:
     and the explained-variance ratios are :math:`s_a^2 / \sum_b s_b^2`.
 
     Each axis is only defined up to its sign; the sign is fixed so that the
-    coordinate of largest magnitude along each axis is positive, which makes
-    the result reproducible. Axes whose variances are equal span a plane in
+    first row lying off the mean along the axis has a negative coordinate
+    there (for a code table, position 0 is drawn on the negative side). A row
+    counts as off the mean when its coordinate exceeds ``1e-8`` times the
+    largest magnitude on that axis, so rounding noise never decides the sign,
+    not even when two coordinates tie in magnitude with opposite signs (a
+    rule such as "the largest coordinate is positive" would then be decided
+    by the last bits). Axes whose variances are equal span a plane in
     which any orthonormal pair is as good as another, and an axis of zero
     variance has no meaningful sign; in both cases the SVD picks one.
 
@@ -111,9 +120,13 @@ def pca_projection(x: np.ndarray, n_components: int = 2) -> PCAResult:
     components = vt[:n_components]
     coordinates = centred @ components.T
 
-    # Sign convention: the largest-magnitude coordinate along each axis is positive.
-    largest = np.argmax(np.abs(coordinates), axis=0)
-    signs = np.sign(coordinates[largest, np.arange(n_components)])
+    # Sign convention: the first row clearly off the mean is negative on each axis.
+    # A relative threshold keeps rounding noise (exact ties, rows at the mean)
+    # from deciding the sign.
+    magnitude = np.abs(coordinates)
+    off_mean = magnitude > SIGN_TOLERANCE * magnitude.max(axis=0)
+    first = np.argmax(off_mean, axis=0)  # 0 when no row is off the mean
+    signs = -np.sign(coordinates[first, np.arange(n_components)])
     signs[signs == 0] = 1.0
     coordinates = coordinates * signs
     components = components * signs[:, None]
