@@ -502,19 +502,20 @@ def test_every_epoch_visits_every_example_once_in_a_fresh_order():
     epochs = batches.reshape(3, 4, 2, 5).transpose(0, 2, 1, 3).reshape(3, 2, 20)
     for epoch in epochs:
         for order in epoch:
-            assert sorted(order.tolist()) == list(range(20))   # each example once per epoch
+            assert sorted(order.tolist()) == list(range(20))  # each example once per epoch
     for m in range(2):
         orders = {tuple(epochs[e, m]) for e in range(3)}
-        assert len(orders) == 3                                 # reshuffled every epoch
-    assert not np.array_equal(epochs[:, 0], epochs[:, 1])       # each copy its own order
+        assert len(orders) == 3  # reshuffled every epoch
+    assert not np.array_equal(epochs[:, 0], epochs[:, 1])  # each copy its own order
 
 
 def test_training_evaluates_on_the_test_set_not_the_training_set():
     tokens, labels = separable_task()
     model = AttentionClassifier(4, 4, 2, d_token=8, position="learned", seeds=(0, 1))
-    flipped = 1 - labels                    # a test set the model cannot get right
-    history = train(model, tokens, labels, tokens, flipped, steps=150, batch_size=16,
-                    learning_rate=0.02)
+    flipped = 1 - labels  # a test set the model cannot get right
+    history = train(
+        model, tokens, labels, tokens, flipped, steps=150, batch_size=16, learning_rate=0.02
+    )
     np.testing.assert_array_equal(history.final_accuracy, model.accuracy(tokens, flipped))
     np.testing.assert_allclose(history.final_accuracy, 1 - model.accuracy(tokens, labels))
     assert np.all(history.final_accuracy <= 0.1)
