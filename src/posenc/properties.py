@@ -1,6 +1,6 @@
-"""The properties a position signal needs, each checked by a measurement.
+"""The properties we want from a position signal, each checked by a measurement.
 
-Chapter 1 lists what a good position code must do and tries the simple
+Chapter 1 lists what we want from a position code and tries the simple
 candidates against that list. Each property has a check here that *measures*
 one number and compares it with a stated threshold:
 
