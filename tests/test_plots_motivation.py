@@ -61,7 +61,7 @@ def test_grid_cells_carry_mark_and_measured_value(table):
         measured = table.values[r, c]
         assert value == ("no code" if np.isnan(measured) else f"{measured:.3g}")
     raw_bounded = texts[(0, 0)].get_text()
-    assert raw_bounded == "✗\n7"  # raw index reaches 7 at L = 8
+    assert raw_bounded == "✗\n31"  # raw index reaches 31 at 4 L = 32
     one_hot_beyond = texts[(2, PROPERTIES.index("extrapolates"))].get_text()
     assert one_hot_beyond == "✗\nno code"
     raw_beyond = texts[(0, PROPERTIES.index("extrapolates"))].get_text()

@@ -30,6 +30,7 @@ from posenc.properties import (
     check_properties,
     check_proximity,
     distance_agreement,
+    distance_ties,
     mean_distance_by_offset,
     property_table,
 )
@@ -47,6 +48,17 @@ def brute_agreement(table):
             total += 1
             agree += math.dist(rows[a], rows[k]) < math.dist(rows[b], rows[k]) - 1e-9
     return agree / total
+
+
+def brute_ties(table):
+    """Share of the triples of brute_agreement whose two distances tie."""
+    rows = [list(map(float, r)) for r in np.asarray(table)]
+    tied = total = 0
+    for k, a, b in itertools.permutations(range(len(rows)), 3):
+        if abs(a - k) < abs(b - k):
+            total += 1
+            tied += abs(math.dist(rows[a], rows[k]) - math.dist(rows[b], rows[k])) < 1e-9
+    return tied / total
 
 
 def brute_mean_distance(table):
@@ -107,6 +119,33 @@ def test_mean_distance_of_short_tables_is_empty():
 )
 def test_agreement_matches_triple_loop(table):
     assert distance_agreement(table) == pytest.approx(brute_agreement(table), abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        binary_encoding(12, 4),
+        sinusoidal(10, 4),
+        one_hot_encoding(6, 6),
+        np.array([[0.0], [2.0], [1.0], [5.0], [3.0]]),
+        index_encoding(7, 2),
+    ],
+    ids=["binary", "sinusoidal", "one-hot", "shuffled-line", "line"],
+)
+def test_ties_match_triple_loop(table):
+    ties = distance_ties(table)
+    assert ties == pytest.approx(brute_ties(table), abs=1e-15)
+    # Agreeing and tied triples never overlap.
+    assert distance_agreement(table) + ties <= 1.0
+
+
+def test_ties_extremes():
+    assert distance_ties(one_hot_encoding(10, 10)) == 1.0
+    assert distance_ties(index_encoding(20, 3)) == 0.0
+    # Binary digits: Hamming distances take few values, so many triples tie.
+    assert 0.1 < distance_ties(binary_encoding(32, 6)) < 0.4
+    with pytest.raises(ValueError, match="at least 3 rows"):
+        distance_ties(np.zeros((2, 3)))
 
 
 def test_agreement_extremes():
@@ -179,8 +218,23 @@ def test_bounded_measures_largest_magnitude(value, passed):
 def test_raw_index_is_unbounded():
     check = check_bounded(index_encoding, 32, 4)
     assert not check.passed
-    assert check.value == 31.0
-    assert "31" in check.detail
+    assert check.value == 127.0  # measured on the 4 L = 128 positions
+    assert "127" in check.detail and "128 positions" in check.detail
+    assert check_bounded(index_encoding, 32, 4, extended_length=32).value == 31.0
+
+
+def test_bounded_looks_beyond_the_seen_length():
+    # Index over a fixed training length: below 1 up to L, far above beyond it.
+    def over_train_length(length, d_model):
+        return index_encoding(length, d_model) / 32
+
+    assert check_bounded(over_train_length, 32, 4, extended_length=32).passed
+    check = check_bounded(over_train_length, 32, 4)
+    assert not check.passed
+    assert check.value == 127 / 32
+    # A scheme with no codes past L is measured on the L rows it has.
+    one_hot = check_bounded(one_hot_encoding, 8, 8)
+    assert one_hot.passed and "(8 positions)" in one_hot.detail
 
 
 def test_distinct_measures_closest_pair():
@@ -310,13 +364,13 @@ def test_candidate_table(length, d_model):
 def test_check_properties_keys_and_values():
     checks = check_properties(index_encoding, 8, 2)
     assert tuple(checks) == PROPERTIES
-    assert checks["bounded"].value == 7.0
+    assert checks["bounded"].value == 31.0  # at 4 L = 32 positions
     assert checks["extrapolates"] == Check(True, 32.0, "finite codes for all 32 positions")
 
 
 def test_table_lookup_and_text():
     table = property_table({"raw": index_encoding, "sin": sinusoidal}, length=8, d_model=8)
-    assert table.check("raw", "bounded").value == 7.0
+    assert table.check("raw", "bounded").value == 31.0
     assert table.check("sin", "proximity") == check_proximity(sinusoidal, 8, 8)
     text = table.format()
     lines = text.splitlines()
@@ -330,7 +384,7 @@ def test_table_lookup_and_text():
     assert str(table) == text
     details = table.format(details=True)
     assert len(details.splitlines()) == len(lines) + 1 + 2 * len(PROPERTIES)
-    assert "raw, bounded: ✗ max |value| = 7 > bound 1" in details
+    assert "raw, bounded: ✗ max |value| = 31 > bound 1 (32 positions)" in details
     with pytest.raises(ValueError, match="scheme must be one of"):
         table.check("cosine", "bounded")
     with pytest.raises(ValueError, match="prop must be one of"):

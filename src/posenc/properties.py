@@ -1,13 +1,13 @@
-"""The properties a position signal needs, each checked by a measurement.
+"""The properties we want from a position signal, each checked by a measurement.
 
-Chapter 1 lists what a good position code must do and tries the simple
+Chapter 1 lists what we want from a position code and tries the simple
 candidates against that list. Each property has a check here that *measures*
 one number and compares it with a stated threshold:
 
 ====================  ==============================================  =========================
 property              measured number                                 passes when
 ====================  ==============================================  =========================
-``bounded``           largest ``|PE[k, j]|``                          ``<= bound``
+``bounded``           largest ``|PE[k, j]|``, up to ``4 L`` if defined  ``<= bound``
 ``distinct``          smallest distance between two positions' codes  ``> tol``
 ``proximity``         :func:`distance_agreement` of the table         ``>= min_agreement``
 ``length_invariant``  largest change of a code when ``L`` changes     ``<= tol``
@@ -57,6 +57,7 @@ __all__ = [
     "check_properties",
     "check_proximity",
     "distance_agreement",
+    "distance_ties",
     "mean_distance_by_offset",
     "property_table",
 ]
@@ -212,16 +213,45 @@ def mean_distance_by_offset(table: np.ndarray) -> np.ndarray:
     return out
 
 
+def _triple_counts(table: np.ndarray) -> tuple[int, int, int]:
+    """Counts over the triples of :func:`distance_agreement`: (agree, tied, total)."""
+    length = table.shape[0]
+    dist = _pairwise_distances(table)
+    # Distances equal up to the rounding of the entries count as ties.
+    tol = 1e-12 * float(np.abs(table).max())
+    positions = np.arange(length)
+    agree = tied = total = 0
+    for k in range(length):
+        others = positions != k
+        offset = np.abs(positions[others] - k)
+        d_k = dist[k, others]
+        nearer = offset[:, None] < offset[None, :]
+        total += int(nearer.sum())
+        agree += int((nearer & (d_k[:, None] < d_k[None, :] - tol)).sum())
+        tied += int((nearer & (np.abs(d_k[:, None] - d_k[None, :]) <= tol)).sum())
+    return agree, tied, total
+
+
+def _triple_table(table: Any) -> np.ndarray:
+    table = check_array("table", table, ndim=2)
+    if table.shape[0] < 3:
+        raise ValueError(f"table must have at least 3 rows (positions), got {table.shape[0]}")
+    return table
+
+
 def distance_agreement(table: np.ndarray) -> float:
     """How often "nearer in position" also means "nearer in code", from 0 to 1.
 
     Over every triple of distinct positions ``(k, a, b)`` with
     ``|a - k| < |b - k|`` (``a`` is the nearer of the two, seen from ``k``),
     the fraction in which the code of ``a`` is also strictly nearer to the
-    code of ``k`` than the code of ``b`` is (Euclidean distance). A code whose
+    code of ``k`` than the code of ``b`` is (Euclidean distance). Two
+    distances that differ by at most ``1e-12`` times the largest ``|entry|``
+    of the table count as a tie, and ties count as failures. A code whose
     distance grows strictly with the offset scores 1; a code whose distances
-    ignore position scores about 0.5 (a coin flip), and one whose distances
-    are all equal scores 0 (ties count as failures).
+    ignore position and never tie scores about 0.5 (a coin flip), and one
+    whose distances are all equal scores 0. :func:`distance_ties` gives the
+    share of tied triples.
 
     Parameters
     ----------
@@ -246,43 +276,80 @@ def distance_agreement(table: np.ndarray) -> float:
     >>> distance_agreement(np.eye(4))
     0.0
     """
-    table = check_array("table", table, ndim=2)
-    length = table.shape[0]
-    if length < 3:
-        raise ValueError(f"table must have at least 3 rows (positions), got {length}")
-    dist = _pairwise_distances(table)
-    # Distances equal up to the rounding of the entries count as ties.
-    tol = 1e-12 * float(np.abs(table).max())
-    positions = np.arange(length)
-    agree = total = 0
-    for k in range(length):
-        others = positions != k
-        offset = np.abs(positions[others] - k)
-        d_k = dist[k, others]
-        nearer = offset[:, None] < offset[None, :]
-        total += int(nearer.sum())
-        agree += int((nearer & (d_k[:, None] < d_k[None, :] - tol)).sum())
+    agree, _, total = _triple_counts(_triple_table(table))
     return agree / total
+
+
+def distance_ties(table: np.ndarray) -> float:
+    """The share of the triples of :func:`distance_agreement` whose two distances tie.
+
+    Parameters
+    ----------
+    table : array_like
+        A code table, shape ``(L, d)`` with ``L >= 3``.
+
+    Returns
+    -------
+    float
+        The fraction of triples ``(k, a, b)``, ``|a - k| < |b - k|``, whose
+        codes are equally far from the code of ``k`` (within ``1e-12`` times
+        the largest ``|entry|``), in ``[0, 1]``. The agreement among the
+        untied triples is ``distance_agreement(table) / (1 - ties)``.
+
+    Raises
+    ------
+    ValueError
+        If the table has fewer than 3 rows (no triple to compare).
+
+    Examples
+    --------
+    >>> distance_ties(np.eye(4))
+    1.0
+    >>> distance_ties([[0.0], [1.0], [2.0], [3.0]])
+    0.0
+    """
+    _, tied, total = _triple_counts(_triple_table(table))
+    return tied / total
 
 
 # --- one check per property ---------------------------------------------
 
 
-def check_bounded(scheme: Scheme, length: int, d_model: int, *, bound: float = 1.0) -> Check:
-    """Bounded values: every entry of the ``(length, d_model)`` table lies in ``[-bound, bound]``.
+def check_bounded(
+    scheme: Scheme,
+    length: int,
+    d_model: int,
+    *,
+    bound: float = 1.0,
+    extended_length: int | None = None,
+) -> Check:
+    """Bounded values: every code the scheme gives lies in ``[-bound, bound]``.
 
-    The bound of 1 is the scale of typical token embeddings; a position code
-    much larger than that drowns the word it is added to.
+    The entries are measured on the table for ``extended_length`` positions
+    (``4 * length`` by default) when the scheme can produce it, so a code that
+    stays small up to ``length`` but grows beyond it fails; a scheme that has
+    no codes past ``length`` (that is :func:`check_extrapolates`' verdict) is
+    measured on its ``(length, d_model)`` table. The bound of 1 is the scale
+    of typical token embeddings; a position code much larger than that drowns
+    the word it is added to.
 
     Examples
     --------
     >>> check_bounded(index_encoding, 8, 4)
-    Check(passed=False, value=7.0, detail='max |value| = 7 > bound 1')
+    Check(passed=False, value=31.0, detail='max |value| = 31 > bound 1 (32 positions)')
     """
     scheme, length, d_model = _check_args(scheme, length, d_model, 1)
     bound = check_real("bound", bound, positive=True)
-    top = float(np.abs(_codes(scheme, length, d_model)).max())
-    return _compare(top, "<=", bound, "max |value| = {value} {sign} bound {limit}")
+    if extended_length is None:
+        extended_length = 4 * length
+    extended_length = check_integer("extended_length", extended_length, minimum=length)
+    try:
+        codes = _codes(scheme, extended_length, d_model)
+    except Exception:  # no codes beyond length: measure the seen ones
+        codes = _codes(scheme, length, d_model)
+    top = float(np.abs(codes).max())
+    template = f"max |value| = {{value}} {{sign}} bound {{limit}} ({len(codes)} positions)"
+    return _compare(top, "<=", bound, template)
 
 
 def check_distinct(scheme: Scheme, length: int, d_model: int, *, tol: float = 1e-9) -> Check:
@@ -373,10 +440,11 @@ def check_extrapolates(
     produce a finite ``(extended_length, d_model)`` table without error. Any
     error the scheme raises, a wrong shape or a non-finite entry counts as
     "not defined". The size of the codes is not looked at: that is
-    :func:`check_bounded`'s job, so an unbounded scheme such as the raw index
-    passes here and fails there. The measured number is the count of
-    positions coded (``extended_length`` on success, ``nan`` on failure). The
-    default ``extended_length`` is ``4 * length``.
+    :func:`check_bounded`'s job (it measures the same longer table), so an
+    unbounded scheme such as the raw index passes here and fails there. The
+    measured number is the count of positions coded (``extended_length`` on
+    success, ``nan`` on failure). The default ``extended_length`` is
+    ``4 * length``.
 
     Examples
     --------
@@ -420,7 +488,8 @@ def check_properties(
     min_agreement : float
         Threshold of :func:`check_proximity`, in ``[0, 1]``.
     extended_length : int, optional
-        Length for :func:`check_extrapolates`; ``4 * length`` by default.
+        Length for :func:`check_extrapolates` and :func:`check_bounded`;
+        ``4 * length`` by default.
 
     Returns
     -------
@@ -435,7 +504,9 @@ def check_properties(
     """
     scheme, length, d_model = _check_args(scheme, length, d_model, 3)
     return {
-        "bounded": check_bounded(scheme, length, d_model, bound=bound),
+        "bounded": check_bounded(
+            scheme, length, d_model, bound=bound, extended_length=extended_length
+        ),
         "distinct": check_distinct(scheme, length, d_model),
         "proximity": check_proximity(scheme, length, d_model, min_agreement=min_agreement),
         "length_invariant": check_length_invariant(scheme, length, d_model),
