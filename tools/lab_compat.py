@@ -1,0 +1,156 @@
+"""Make the chapter notebooks read in JupyterLab (with jupyterlab-myst) as they do in the book.
+
+Usage::
+
+    python tools/lab_compat.py [--check] [NOTEBOOK ...]   # default: chapters/*.ipynb
+
+The script is idempotent: running it twice changes nothing the second time,
+and ``--check`` exits with status 1 (naming the notebooks) if a run would
+change a file. Run it after editing or re-executing a chapter
+(``make notebooks`` runs it last). It changes only what JupyterLab reads and
+the book ignores:
+
+* **kernelspec**: set to the one ``ipykernel`` installs (``display_name``
+  "Python 3 (ipykernel)"), so that JupyterLab does not mark a notebook as
+  modified the moment it opens it.
+* **Solutions**: every cell between a ``{solution-start}`` cell and its
+  ``{solution-end}`` cell gets JupyterLab's ``jupyter.source_hidden`` (and, for
+  code, ``jupyter.outputs_hidden``) flag, so the solution is collapsed until
+  the reader clicks it open, as the book's dropdown is. myst-nb and
+  sphinx-exercise ignore these flags.
+* **Explorers**: a stored output that holds a widget view keeps only its
+  plain-text hint ("Run this cell to get the sliders ..."), and the saved
+  widget state (``metadata.widgets``, PNG bytes of one machine's rendering) is
+  dropped. Before the cell runs JupyterLab shows the hint; running it makes
+  the live widget. The explorer cells carry ``remove-output`` (the book shows
+  static figures instead) and ``nbval-ignore-output``.
+* **Figure captions**: the book takes a figure's caption and label from the
+  code cell's ``mystnb.figure`` metadata, which JupyterLab does not read.
+  After each such cell the script keeps a markdown cell, tagged
+  ``remove-cell`` (so the book never parses it), that holds the caption as a
+  MyST figure with the same label: in JupyterLab the caption shows under the
+  picture and ``{numref}`` to the figure resolves. The cell is regenerated
+  from the metadata on every run, so a changed caption is followed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: The kernelspec that ``python -m ipykernel install`` writes (and the venv has).
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+#: Cell metadata key that marks the cells this script generated.
+MARK = "lab_compat"
+
+_SOLUTION_START = re.compile(r"^\s*(```+|:::+)\{solution-start\}")
+_SOLUTION_END = re.compile(r"^\s*(```+|:::+)\{solution-end\}")
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def _set_flag(cell: dict, key: str, value: bool) -> None:
+    jupyter = cell.setdefault("metadata", {}).setdefault("jupyter", {})
+    jupyter[key] = value
+
+
+def collapse_solutions(cells: list[dict]) -> None:
+    """Hide (collapse) every cell strictly between a solution's start and end cells."""
+    inside = False
+    for cell in cells:
+        text = _source(cell) if cell["cell_type"] == "markdown" else ""
+        if _SOLUTION_START.match(text):
+            inside = True
+            continue
+        if _SOLUTION_END.match(text):
+            inside = False
+            continue
+        if inside:
+            _set_flag(cell, "source_hidden", True)
+            if cell["cell_type"] == "code":
+                _set_flag(cell, "outputs_hidden", True)
+
+
+def strip_widget_views(nb: dict) -> None:
+    """Keep only the plain-text fallback of outputs that hold a widget view."""
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET_VIEW in data:
+                del data[WIDGET_VIEW]
+                data.setdefault("text/plain", "Run this cell to get the widget.")
+    nb.get("metadata", {}).pop("widgets", None)
+
+
+def _caption_cell(figure: dict) -> dict:
+    label, caption = figure["name"], figure.get("caption", "").strip()
+    text = f":::{{figure}}\n:label: {label}\n\n{caption}\n:::"
+    cell_id = re.sub(r"[^A-Za-z0-9_-]", "-", f"caption-{label}")[:64]
+    return {
+        "cell_type": "markdown",
+        "id": cell_id,
+        "metadata": {"tags": ["remove-cell"], MARK: "figure-caption"},
+        "source": text,
+    }
+
+
+def caption_figures(cells: list[dict]) -> list[dict]:
+    """Cells with one JupyterLab-only caption cell after each labelled figure cell."""
+    kept = [c for c in cells if c.get("metadata", {}).get(MARK) != "figure-caption"]
+    out: list[dict] = []
+    for cell in kept:
+        out.append(cell)
+        figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+        if cell["cell_type"] == "code" and figure.get("name"):
+            out.append(_caption_cell(figure))
+    return out
+
+
+def transform(nb: dict) -> dict:
+    """Apply every change to the notebook ``nb`` (in place) and return it."""
+    nb.setdefault("metadata", {})["kernelspec"] = dict(KERNELSPEC)
+    nb["cells"] = caption_figures(nb["cells"])
+    collapse_solutions(nb["cells"])
+    strip_widget_views(nb)
+    return nb
+
+
+def _dump(nb: dict) -> str:
+    # The layout nbformat writes (indent 1, sorted keys, non-ASCII kept, final newline).
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def process(path: Path, *, check: bool = False) -> bool:
+    """Transform one notebook file; return True if it changed (or would change)."""
+    before = path.read_text(encoding="utf-8")
+    after = _dump(transform(json.loads(before)))
+    changed = after != before
+    if changed and not check:
+        path.write_text(after, encoding="utf-8")
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point; returns the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: chapters/*.ipynb")
+    parser.add_argument("--check", action="store_true", help="change nothing, fail if needed")
+    args = parser.parse_args(argv)
+    paths = args.notebooks or sorted((ROOT / "chapters").glob("*.ipynb"))
+    changed = [p for p in paths if process(p, check=args.check)]
+    for p in changed:
+        print(f"{'would change' if args.check else 'changed'}: {p}")
+    return 1 if (args.check and changed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
