@@ -24,6 +24,8 @@ the book ignores:
   dropped. Before the cell runs JupyterLab shows the hint; running it makes
   the live widget. The explorer cells carry ``remove-output`` (the book shows
   static figures instead) and ``nbval-ignore-output``.
+* **Links to pages**: ``{doc}`text <../page>``` becomes ``[text](../page.md)``
+  when ``page.md`` exists, a form the book and JupyterLab both follow.
 * **Figure captions**: the book takes a figure's caption and label from the
   code cell's ``mystnb.figure`` metadata, which JupyterLab does not read.
   After each such cell the script keeps a markdown cell, tagged
@@ -99,7 +101,7 @@ def _caption_cell(figure: dict) -> dict:
         "cell_type": "markdown",
         "id": cell_id,
         "metadata": {"tags": ["remove-cell"], MARK: "figure-caption"},
-        "source": text,
+        "source": text.splitlines(keepends=True),
     }
 
 
@@ -115,11 +117,37 @@ def caption_figures(cells: list[dict]) -> list[dict]:
     return out
 
 
-def transform(nb: dict) -> dict:
+_DOC_ROLE = re.compile(r"\{doc\}`([^`<]+?)\s*<([^>`]+)>`")
+
+
+def link_pages(cells: list[dict], folder: Path) -> None:
+    """``{doc}`text <../page>``` to a Markdown page becomes ``[text](../page.md)``.
+
+    Both the book (myst-parser resolves a link to a source file as a link to
+    its page) and JupyterLab (which opens the file) follow the link form; the
+    ``{doc}`` role's extensionless target is, in JupyterLab, a folder or nothing.
+    """
+
+    def replace(match: re.Match) -> str:
+        text, target = match.group(1), match.group(2)
+        if (folder / f"{target}.md").is_file():
+            return f"[{text}]({target}.md)"
+        return match.group(0)
+
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            text = _source(cell)
+            new = _DOC_ROLE.sub(replace, text)
+            if new != text:
+                cell["source"] = new.splitlines(keepends=True)
+
+
+def transform(nb: dict, folder: Path = ROOT / "chapters") -> dict:
     """Apply every change to the notebook ``nb`` (in place) and return it."""
     nb.setdefault("metadata", {})["kernelspec"] = dict(KERNELSPEC)
     nb["cells"] = caption_figures(nb["cells"])
     collapse_solutions(nb["cells"])
+    link_pages(nb["cells"], folder)
     strip_widget_views(nb)
     return nb
 
@@ -132,7 +160,7 @@ def _dump(nb: dict) -> str:
 def process(path: Path, *, check: bool = False) -> bool:
     """Transform one notebook file; return True if it changed (or would change)."""
     before = path.read_text(encoding="utf-8")
-    after = _dump(transform(json.loads(before)))
+    after = _dump(transform(json.loads(before), path.resolve().parent))
     changed = after != before
     if changed and not check:
         path.write_text(after, encoding="utf-8")

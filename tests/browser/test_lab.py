@@ -4,8 +4,9 @@ JupyterLab is started by ``make lab`` itself (headless, on a free local port,
 with a random token), with its settings and workspaces in a temporary folder
 so that the reader's own are never touched; the only settings written there
 turn off JupyterLab's windowing, so that every cell is in the page and can be
-inspected, and its autosave, so that Run All never rewrites the notebook. The page is opened in Debian's Chromium, offline (every request
-not to the local server is refused).
+inspected, and its autosave, so that Run All never rewrites the notebook.
+The page is opened in Debian's Chromium, offline (every request not to the
+local server is refused).
 
 The figures the issue asks for are printed (``-s`` shows them) and written
 to ``_build/lab-test.json``: Run All seconds, and the redraw latency of each
@@ -112,20 +113,19 @@ def chapter(browser, lab):
     before = page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts()
     record = {"refused": refused, "console": console, "outputs_before": before}
     start = time.monotonic()
-    page.locator(".jp-MenuBar-item", has_text="Run").click()
-    page.locator(".lm-Menu-item", has_text="Run All Cells").first.click()
-    # Done when no cell waits or runs ("[*]") and the kernel is idle.
-    page.wait_for_function(
-        """() => {
-            const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-            const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
-            return prompts.length > 0
-                && prompts.every(p => /\\[\\d+\\]/.test(p.textContent))
-                && ind && ind.dataset.status === 'idle';
-        }""",
-        timeout=RUN_ALL_LIMIT * 1000,
-        polling=200,
-    )
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    # Run All marks every cell as waiting ("[*]") at once; done when no cell waits or runs.
+    waiting = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+        .filter(p => p.textContent.includes('*')).length"""
+    RESULTS.parent.mkdir(exist_ok=True)
+    try:
+        page.wait_for_function(f"() => ({waiting})() > 0", timeout=10_000, polling=50)
+        page.wait_for_function(
+            f"() => ({waiting})() === 0", timeout=RUN_ALL_LIMIT * 1000, polling=100
+        )
+    finally:  # what the page showed, for whoever reads a failure
+        page.screenshot(path=str(RESULTS.with_suffix(".png")))
     record["run_all_seconds"] = time.monotonic() - start
     yield page, record
     context.close()
@@ -170,7 +170,9 @@ def test_explorers_render_with_sliders_and_redraw_within_a_second(chapter):
                     window.__redraw = new Promise(resolve => {
                         const t0 = performance.now();
                         const obs = new MutationObserver(() => {
-                            if (img.src !== before) { obs.disconnect(); resolve(performance.now() - t0); }
+                            if (img.src === before) return;
+                            obs.disconnect();
+                            resolve(performance.now() - t0);
                         });
                         obs.observe(img, {attributes: true, attributeFilter: ['src']});
                         setTimeout(() => { obs.disconnect(); resolve(Infinity); }, 5000);
