@@ -60,6 +60,7 @@ notebooks: $(STAMP)
 			--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 \
 			--ExecutePreprocessor.record_timing=False "$$nb"; \
 	done
+	$(BIN)/python tools/lab_compat.py $(NOTEBOOKS)
 
 # JupyterLab on the repository root, so that every link of the course resolves (chapters,
 # assignments/dist, the .md pages), opened on chapters/. jupyter-config/ holds the course's
