@@ -65,7 +65,7 @@ def notebook():
 def test_each_change(tmp_path):
     (tmp_path / "page.md").write_text("# Page\n")
     (tmp_path / "chapters").mkdir()
-    nb = lab_compat.transform(notebook(), tmp_path / "chapters")
+    nb = lab_compat.transform(notebook(), tmp_path / "chapters", macros={})
     assert nb["metadata"]["kernelspec"]["display_name"] == "Python 3 (ipykernel)"
     assert "widgets" not in nb["metadata"]
     cells = nb["cells"]
@@ -74,7 +74,10 @@ def test_each_change(tmp_path):
     assert ":label: fig-x" in "".join(caption["source"])
     assert "What to look at." in "".join(caption["source"])
     hidden = [c for c in cells if c["metadata"].get("jupyter", {}).get("source_hidden")]
-    assert ["".join(c["source"]) for c in hidden] == ["The answer.", "answer = 42"]
+    assert ["".join(c["source"]) for c in hidden] == [
+        "% Solution\nThe answer.",
+        "# Solution\nanswer = 42",
+    ]
     assert cells[5]["metadata"]["jupyter"]["outputs_hidden"] is True
     assert "source_hidden" not in cells[3]["metadata"].get("jupyter", {})  # the start cell
     out = cells[7]["outputs"][0]["data"]
@@ -91,9 +94,9 @@ def test_idempotent(tmp_path):
 
 
 def test_caption_follows_the_metadata(tmp_path):
-    nb = lab_compat.transform(notebook(), tmp_path)
+    nb = lab_compat.transform(notebook(), tmp_path, macros={})
     nb["cells"][1]["metadata"]["mystnb"]["figure"]["caption"] = "New caption."
-    nb = lab_compat.transform(nb, tmp_path)
+    nb = lab_compat.transform(nb, tmp_path, macros={})
     assert "New caption." in "".join(nb["cells"][2]["source"])
 
 
@@ -114,3 +117,16 @@ def test_check_mode_changes_nothing(tmp_path):
     assert path.read_text() == before
     assert lab_compat.main([str(path)]) == 0
     assert lab_compat.main(["--check", str(path)]) == 0
+
+
+def test_front_matter_gives_the_book_macros(tmp_path):
+    macros = lab_compat.book_macros()
+    assert macros["\\PE"] == "\\mathrm{PE}"
+    nb = lab_compat.transform(notebook(), tmp_path, macros=macros)
+    first = nb["cells"][0]
+    assert first["metadata"]["tags"] == ["remove-cell"]
+    text = "".join(first["source"])
+    assert text.startswith("---\nmath:\n") and text.endswith("---")
+    assert '"\\\\PE": "\\\\mathrm{PE}"' in text  # JSON strings are valid YAML
+    again = lab_compat.transform(copy.deepcopy(nb), tmp_path, macros=macros)
+    assert again == nb

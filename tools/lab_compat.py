@@ -17,13 +17,17 @@ the book ignores:
   ``{solution-end}`` cell gets JupyterLab's ``jupyter.source_hidden`` (and, for
   code, ``jupyter.outputs_hidden``) flag, so the solution is collapsed until
   the reader clicks it open, as the book's dropdown is. myst-nb and
-  sphinx-exercise ignore these flags.
+  sphinx-exercise ignore these flags. As JupyterLab shows a collapsed cell by
+  its first line, each such cell starts with a comment line ``% Solution``
+  (Markdown) or ``# Solution`` (code), which neither renders.
 * **Explorers**: a stored output that holds a widget view keeps only its
   plain-text hint ("Run this cell to get the sliders ..."), and the saved
   widget state (``metadata.widgets``, PNG bytes of one machine's rendering) is
   dropped. Before the cell runs JupyterLab shows the hint; running it makes
   the live widget. The explorer cells carry ``remove-output`` (the book shows
   static figures instead) and ``nbval-ignore-output``.
+* **Maths macros**: a first cell (``remove-cell``) whose front matter gives
+  jupyterlab-myst the book's TeX macros (``\\PE``, ...) from ``_config.yml``.
 * **Links to pages**: ``{doc}`text <../page>``` becomes ``[text](../page.md)``
   when ``page.md`` exists, a form the book and JupyterLab both follow.
 * **Figure captions**: the book takes a figure's caption and label from the
@@ -80,6 +84,20 @@ def collapse_solutions(cells: list[dict]) -> None:
             _set_flag(cell, "source_hidden", True)
             if cell["cell_type"] == "code":
                 _set_flag(cell, "outputs_hidden", True)
+            _label_first_line(cell)
+
+
+#: First line of a hidden solution cell: JupyterLab shows a collapsed cell as its
+#: first line, which would otherwise give away the start of the answer. A MyST
+#: comment (``%``) in Markdown, a Python comment in code: neither renders.
+SOLUTION_LINE = {"markdown": "% Solution\n", "code": "# Solution\n"}
+
+
+def _label_first_line(cell: dict) -> None:
+    line = SOLUTION_LINE.get(cell["cell_type"])
+    text = _source(cell)
+    if line and not text.startswith(line):
+        cell["source"] = (line + text).splitlines(keepends=True)
 
 
 def strip_widget_views(nb: dict) -> None:
@@ -142,10 +160,48 @@ def link_pages(cells: list[dict], folder: Path) -> None:
                 cell["source"] = new.splitlines(keepends=True)
 
 
-def transform(nb: dict, folder: Path = ROOT / "chapters") -> dict:
+def book_macros(config: Path = ROOT / "_config.yml") -> dict[str, str]:
+    """The book's TeX macros (``\\PE``, ...) from the MathJax settings of ``_config.yml``."""
+    import yaml
+
+    settings = yaml.safe_load(config.read_text(encoding="utf-8"))
+    tex = settings.get("sphinx", {}).get("config", {}).get("mathjax3_config", {}).get("tex", {})
+    macros = {}
+    for name, value in tex.get("macros", {}).items():
+        if isinstance(value, list):  # [definition, number of arguments]
+            value = value[0] if len(value) == 1 or value[1] == 0 else None
+        if isinstance(value, str):
+            macros[f"\\{name}"] = value
+    return macros
+
+
+def front_matter(cells: list[dict], macros: dict[str, str]) -> list[dict]:
+    """Cells with a JupyterLab-only first cell whose front matter gives jupyterlab-myst the macros.
+
+    jupyterlab-myst reads front matter from the first markdown cell only; the
+    book ignores the cell (``remove-cell``) and takes the macros from
+    ``_config.yml``.
+    """
+    kept = [c for c in cells if c.get("metadata", {}).get(MARK) != "front-matter"]
+    if not macros:
+        return kept
+    lines = ["---\n", "math:\n"]
+    lines += [f"  {json.dumps(k)}: {json.dumps(v)}\n" for k, v in sorted(macros.items())]
+    lines.append("---")
+    cell = {
+        "cell_type": "markdown",
+        "id": "lab-front-matter",
+        "metadata": {"tags": ["remove-cell"], MARK: "front-matter"},
+        "source": lines,
+    }
+    return [cell, *kept]
+
+
+def transform(nb: dict, folder: Path = ROOT / "chapters", macros: dict | None = None) -> dict:
     """Apply every change to the notebook ``nb`` (in place) and return it."""
     nb.setdefault("metadata", {})["kernelspec"] = dict(KERNELSPEC)
     nb["cells"] = caption_figures(nb["cells"])
+    nb["cells"] = front_matter(nb["cells"], book_macros() if macros is None else macros)
     collapse_solutions(nb["cells"])
     link_pages(nb["cells"], folder)
     strip_widget_views(nb)
