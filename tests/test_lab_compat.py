@@ -130,3 +130,25 @@ def test_front_matter_gives_the_book_macros(tmp_path):
     assert '"\\\\PE": "\\\\mathrm{PE}"' in text  # JSON strings are valid YAML
     again = lab_compat.transform(copy.deepcopy(nb), tmp_path, macros=macros)
     assert again == nb
+
+
+def test_references_to_other_chapters_get_stand_ins(tmp_path):
+    other = {
+        "cells": [
+            md("# Other chapter\n\n(sec-x)=\n## Mistakes\n\n$$\na = b\n$$ (eq-x)"),
+            code("plot()", mystnb={"figure": {"name": "fig-y", "caption": "Cap."}}),
+        ]
+    }
+    found = lab_compat.targets(other, "02_other.ipynb")
+    assert set(found) == {"sec-x", "eq-x", "fig-y"}
+    nb = notebook()
+    nb["cells"].append(md("See {eq}`eq-x`, {numref}`fig-y`, {ref}`sec-x` and {numref}`fig-x`."))
+    nb = lab_compat.transform(nb, tmp_path, macros={}, others=found)
+    last = nb["cells"][-1]
+    assert last["metadata"]["tags"] == ["remove-cell"]
+    text = "".join(last["source"])
+    assert "$$\na = b\n$$ (eq-x)" in text and "(sec-x)=\n#### Mistakes" in text
+    assert ":label: fig-y" in text and "[Other chapter](02_other.ipynb)" in text
+    assert "fig-x" not in text  # defined in this notebook: no stand-in
+    again = lab_compat.transform(copy.deepcopy(nb), tmp_path, macros={}, others=found)
+    assert again == nb

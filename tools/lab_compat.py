@@ -28,6 +28,12 @@ the book ignores:
   static figures instead) and ``nbval-ignore-output``.
 * **Maths macros**: a first cell (``remove-cell``) whose front matter gives
   jupyterlab-myst the book's TeX macros (``\\PE``, ...) from ``_config.yml``.
+* **References to other chapters**: jupyterlab-myst resolves a reference
+  only within its notebook. A last cell (``remove-cell``), "From other
+  chapters", holds a stand-in for every label of another chapter that this one
+  refers to: the equation itself, the figure's caption, the section's heading,
+  each saying which chapter it is from (with a link). In JupyterLab the
+  reference resolves to it; numbers are then the notebook's own.
 * **Links to pages**: ``{doc}`text <../page>``` becomes ``[text](../page.md)``
   when ``page.md`` exists, a form the book and JupyterLab both follow.
 * **Figure captions**: the book takes a figure's caption and label from the
@@ -197,13 +203,91 @@ def front_matter(cells: list[dict], macros: dict[str, str]) -> list[dict]:
     return [cell, *kept]
 
 
-def transform(nb: dict, folder: Path = ROOT / "chapters", macros: dict | None = None) -> dict:
+_ROLE_REF = re.compile(r"\{(?:numref|ref|eq)\}`(?:[^`<]*<)?([\w-]+)>?`")
+_MATH = re.compile(r"\$\$((?:(?!\$\$).)*?)\$\$ *\(([\w-]+)\)", re.S)
+_MATH_DIRECTIVE = re.compile(r"```\{math\}\n:label: *([\w-]+)\n(.*?)\n```", re.S)
+_SECTION = re.compile(r"^\(([\w-]+)\)=\s*\n+#+\s*(.+)$", re.M)
+_EXERCISE = re.compile(r"\{exercise\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*?:label: *([\w-]+)")
+
+
+def _title(nb: dict) -> str:
+    for cell in nb["cells"]:
+        match = re.search(r"^# +(.+)$", _source(cell), re.M)
+        if cell["cell_type"] == "markdown" and match:
+            return match.group(1).strip()
+    return "another chapter"
+
+
+def targets(nb: dict, link: str) -> dict[str, str]:
+    """Every label the notebook defines, with a JupyterLab-only stand-in for it.
+
+    The stand-in, placed in another notebook, defines the same label (so that a
+    reference to it resolves there) and says where the original is.
+    """
+    where = f"[{_title(nb)}]({link})"
+    found: dict[str, str] = {}
+    for cell in nb["cells"]:
+        if cell.get("metadata", {}).get(MARK):
+            continue
+        figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+        if cell["cell_type"] == "code" and figure.get("name"):
+            caption = figure.get("caption", "").strip()
+            found[figure["name"]] = (
+                f":::{{figure}}\n:label: {figure['name']}\n\n{caption} (In {where}.)\n:::"
+            )
+        if cell["cell_type"] != "markdown":
+            continue
+        text = _source(cell)
+        for body, label in _MATH.findall(text):
+            found[label] = f"$${body}$$ ({label})\n\nIn {where}."
+        for label, body in _MATH_DIRECTIVE.findall(text):
+            found[label] = f"```{{math}}\n:label: {label}\n{body}\n```\n\nIn {where}."
+        for label, heading in _SECTION.findall(text):
+            found[label] = f"({label})=\n#### {heading.strip()}\n\nIn {where}."
+        for label in _EXERCISE.findall(text):
+            found.setdefault(label, f"({label})=\n#### An exercise\n\nIn {where}.")
+    return found
+
+
+def elsewhere(nb: dict, others: dict[str, str]) -> list[dict]:
+    """Cells ending with a JupyterLab-only cell of stand-ins for the labels of other chapters.
+
+    jupyterlab-myst resolves references within one notebook only; the book
+    resolves them across chapters and never sees this cell (``remove-cell``).
+    """
+    cells = [c for c in nb["cells"] if c.get("metadata", {}).get(MARK) != "elsewhere"]
+    local = targets({"cells": cells}, "")
+    wanted: list[str] = []
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            for label in _ROLE_REF.findall(_source(cell)):
+                if label not in local and label in others and label not in wanted:
+                    wanted.append(label)
+    if not wanted:
+        return cells
+    text = "### From other chapters\n\n" + "\n\n".join(others[label] for label in wanted)
+    cell = {
+        "cell_type": "markdown",
+        "id": "lab-elsewhere",
+        "metadata": {"tags": ["remove-cell"], MARK: "elsewhere"},
+        "source": text.splitlines(keepends=True),
+    }
+    return [*cells, cell]
+
+
+def transform(
+    nb: dict,
+    folder: Path = ROOT / "chapters",
+    macros: dict | None = None,
+    others: dict[str, str] | None = None,
+) -> dict:
     """Apply every change to the notebook ``nb`` (in place) and return it."""
     nb.setdefault("metadata", {})["kernelspec"] = dict(KERNELSPEC)
     nb["cells"] = caption_figures(nb["cells"])
     nb["cells"] = front_matter(nb["cells"], book_macros() if macros is None else macros)
     collapse_solutions(nb["cells"])
     link_pages(nb["cells"], folder)
+    nb["cells"] = elsewhere(nb, others or {})
     strip_widget_views(nb)
     return nb
 
@@ -213,10 +297,21 @@ def _dump(nb: dict) -> str:
     return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def labels_of_others(path: Path) -> dict[str, str]:
+    """Stand-ins for the labels of every other notebook in the folder of ``path``."""
+    found: dict[str, str] = {}
+    for other in sorted(path.resolve().parent.glob("*.ipynb")):
+        if other != path.resolve():
+            nb = json.loads(other.read_text(encoding="utf-8"))
+            found.update(targets(nb, other.name))
+    return found
+
+
 def process(path: Path, *, check: bool = False) -> bool:
     """Transform one notebook file; return True if it changed (or would change)."""
     before = path.read_text(encoding="utf-8")
-    after = _dump(transform(json.loads(before), path.resolve().parent))
+    nb = json.loads(before)
+    after = _dump(transform(nb, path.resolve().parent, others=labels_of_others(path)))
     changed = after != before
     if changed and not check:
         path.write_text(after, encoding="utf-8")
