@@ -152,3 +152,14 @@ def test_references_to_other_chapters_get_stand_ins(tmp_path):
     assert "fig-x" not in text  # defined in this notebook: no stand-in
     again = lab_compat.transform(copy.deepcopy(nb), tmp_path, macros={}, others=found)
     assert again == nb
+
+
+def test_terms_and_works_cited_for_jupyterlab(tmp_path):
+    nb = notebook()
+    nb["cells"].append(md("A {term}`mixing layer <Attention>` and {cite:p}`vaswani2017attention`."))
+    nb = lab_compat.transform(nb, tmp_path, macros={}, others={})
+    text = "".join(nb["cells"][-1]["source"])
+    assert "```{glossary}\nAttention\n  A layer that mixes" in text
+    assert "- `vaswani2017attention`: Vaswani et al. (2017). *Attention Is All You Need*." in text
+    works = lab_compat.bibliography()
+    assert all(line.endswith((".", "?", "!")) for line in works.values())

@@ -249,6 +249,67 @@ def targets(nb: dict, link: str) -> dict[str, str]:
     return found
 
 
+_TERM = re.compile(r"\{term\}`(?:[^`<]*<)?([^`<>]+?)>?`")
+_CITE = re.compile(r"\{cite(?::\w+)?\}`([^`]+)`")
+
+
+def glossary_entries(path: Path = ROOT / "glossary.md") -> dict[str, str]:
+    """The entries of the book's glossary: term -> its block (term line and indented text)."""
+    if not path.is_file():
+        return {}
+    match = re.search(r"```\{glossary\}\n(.*?)\n```", path.read_text(encoding="utf-8"), re.S)
+    entries: dict[str, str] = {}
+    for block in re.split(r"\n(?=\S)", match.group(1).strip()) if match else []:
+        entries[block.splitlines()[0].strip()] = block.rstrip()
+    return entries
+
+
+def _glossary_for(cells: list[dict]) -> str:
+    entries = {k.lower(): v for k, v in glossary_entries().items()}
+    used: list[str] = []
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            for term in _TERM.findall(_source(cell)):
+                block = entries.get(term.strip().lower())
+                if block and block not in used:
+                    used.append(block)
+    return "\n\n".join(used)
+
+
+def bibliography(path: Path = ROOT / "references.bib") -> dict[str, str]:
+    """One line per work of ``references.bib``: authors (year). *Title*. Venue."""
+    from pybtex.database import parse_file
+
+    def plain(text: str) -> str:
+        return re.sub(r"[{}]", "", text).replace("\\&", "&").strip()
+
+    works = {}
+    for key, entry in parse_file(str(path)).entries.items():
+        people = [plain(" ".join(p.last_names)) for p in entry.persons.get("author", [])]
+        if len(people) > 2:
+            authors = f"{people[0]} et al."
+        else:
+            authors = " and ".join(people) or plain(entry.fields.get("organization", ""))
+        fields = entry.fields
+        venue = fields.get("journal") or fields.get("booktitle") or fields.get("publisher", "")
+        line = (
+            f"{authors} ({plain(fields.get('year', 'n.d.'))}). *{plain(fields.get('title', ''))}*"
+        )
+        line += "" if line.endswith(("?*", "!*", ".*")) else "."
+        works[key] = line + (f" {plain(venue)}." if venue else "")
+    return works
+
+
+def _works_cited(cells: list[dict]) -> str:
+    keys: list[str] = []
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            for group in _CITE.findall(_source(cell)):
+                keys += [k.strip() for k in group.split(",") if k.strip() not in keys]
+    works = bibliography() if keys else {}
+    return "\n".join(f"- `{k}`: {works[k]}" for k in dict.fromkeys(keys) if k in works)
+
+
 def elsewhere(nb: dict, others: dict[str, str]) -> list[dict]:
     """Cells ending with a JupyterLab-only cell of stand-ins for the labels of other chapters.
 
@@ -263,9 +324,21 @@ def elsewhere(nb: dict, others: dict[str, str]) -> list[dict]:
             for label in _ROLE_REF.findall(_source(cell)):
                 if label not in local and label in others and label not in wanted:
                     wanted.append(label)
-    if not wanted:
+    sections = []
+    if wanted:
+        sections.append("### From other chapters\n\n" + "\n\n".join(others[lb] for lb in wanted))
+    glossary = _glossary_for(cells)
+    if glossary:
+        sections.append(f"### Terms\n\n```{{glossary}}\n{glossary}\n```")
+    works = _works_cited(cells)
+    if works:
+        sections.append(
+            "### Works cited\n\nThe book links each citation to its entry in the "
+            "bibliography; here the keys are listed with their works.\n\n" + works
+        )
+    if not sections:
         return cells
-    text = "### From other chapters\n\n" + "\n\n".join(others[label] for label in wanted)
+    text = "\n\n".join(sections)
     cell = {
         "cell_type": "markdown",
         "id": "lab-elsewhere",
