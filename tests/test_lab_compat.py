@@ -159,7 +159,7 @@ def test_terms_and_works_cited_for_jupyterlab(tmp_path):
     nb["cells"].append(md("A {term}`mixing layer <Attention>` and {cite:p}`vaswani2017attention`."))
     nb = lab_compat.transform(nb, tmp_path, macros={}, others={})
     text = "".join(nb["cells"][-1]["source"])
-    assert "```{glossary}\nAttention\n  A layer that mixes" in text
+    assert "```{glossary}\nAttention\n: A layer that mixes the rows of its input:" in text
     assert "- `vaswani2017attention`: Vaswani et al. (2017). *Attention Is All You Need*." in text
     works = lab_compat.bibliography()
     assert all(line.endswith((".", "?", "!")) for line in works.values())

@@ -273,7 +273,11 @@ def _glossary_for(cells: list[dict]) -> str:
                 block = entries.get(term.strip().lower())
                 if block and block not in used:
                     used.append(block)
-    return "\n\n".join(used)
+    # jupyterlab-myst wants a definition list ("Term" then ": definition").
+    return "\n\n".join(
+        b.splitlines()[0] + "\n: " + " ".join(line.strip() for line in b.splitlines()[1:])
+        for b in used
+    )
 
 
 def bibliography(path: Path = ROOT / "references.bib") -> dict[str, str]:
