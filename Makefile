@@ -100,7 +100,7 @@ browser-test: $(STAMP) system-deps
 	$(BIN)/python -m pytest tests/browser -p no:cacheprovider
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks chapters assignments
+	$(BIN)/ruff check src tests benchmarks chapters assignments tools
 
 clean:
 	rm -rf _build assignments/dist

@@ -18,7 +18,9 @@ def ruff():
 @pytest.mark.skipif(ruff() is None, reason="ruff is not installed")
 def test_ruff_check_is_clean():
     paths = [
-        p for p in ("src", "tests", "benchmarks", "chapters", "assignments") if (ROOT / p).exists()
+        p
+        for p in ("src", "tests", "benchmarks", "chapters", "assignments", "tools")
+        if (ROOT / p).exists()
     ]
     result = subprocess.run(
         [ruff(), "check", "--no-cache", *paths],
