@@ -112,6 +112,9 @@ def chapter(browser, lab):
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
     before = page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts()
     record = {"refused": refused, "console": console, "outputs_before": before}
+    # Once its kernel is up, the notebook is still unmodified (stored kernelspec = installed one).
+    page.wait_for_timeout(1000)
+    record["dirty_on_open"] = page.locator(".lm-TabBar-tab.jp-mod-dirty").count()
     # As opened: solutions collapsed (JupyterLab shows a placeholder for a hidden input).
     record["placeholders"] = page.locator(".jp-Cell .jp-InputPlaceholder").all_inner_texts()
     record["solution_code_shown"] = page.locator(
@@ -158,6 +161,11 @@ def test_run_all_without_errors(chapter):
     assert record["run_all_seconds"] < RUN_ALL_LIMIT
     print(f"\nRun All of {CHAPTER}: {record['run_all_seconds']:.1f} s")
     assert record["refused"] == []
+
+
+def test_notebook_opens_unmodified(chapter):
+    _, record = chapter
+    assert record["dirty_on_open"] == 0
 
 
 def test_explorers_show_a_hint_before_running(chapter):
