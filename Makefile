@@ -90,9 +90,17 @@ notebooks: $(STAMP)
 			--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 \
 			--ExecutePreprocessor.record_timing=False "$$nb"; \
 	done
+	$(BIN)/python tools/lab_compat.py $(NOTEBOOKS)
 
+# JupyterLab on the repository root, so that every link of the course resolves (chapters,
+# assignments/dist, the .md pages), opened on chapters/. jupyter-config/ holds the course's
+# Lab settings (extensions disabled because they fail to load). Root (containers, Binder)
+# needs --allow-root. LAB_ARGS passes more options, e.g. LAB_ARGS="--no-browser --port 8890".
+LAB_ARGS ?=
 lab: $(STAMP)
-	$(BIN)/jupyter lab chapters/
+	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+		$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters \
+		$(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python "$$b"; done

@@ -131,6 +131,33 @@ def assign(master: Path, result: Path, run_tests: bool = True) -> None:
     from otter.assign import main as otter_assign
 
     otter_assign(str(master), str(result), no_pdfs=True, no_run_tests=not run_tests)
+    for notebook in (result / "student").glob("*.ipynb"):
+        lab_ready(notebook)
+
+
+#: The kernelspec ``ipykernel`` installs: with it JupyterLab opens a notebook unmodified.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def lab_ready(notebook: Path) -> None:
+    """Make a student notebook read in JupyterLab as written.
+
+    * otter writes its check-all cell as ``---`` (a rule) followed by a sentence;
+      jupyterlab-myst reads a cell that starts with ``---`` as YAML front matter
+      and the sentence disappears. ``***`` draws the same rule.
+    * The kernelspec becomes the one ``ipykernel`` installs, so that JupyterLab
+      does not mark the notebook as modified when it opens it.
+    """
+    import json
+
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    nb.setdefault("metadata", {})["kernelspec"] = dict(KERNELSPEC)
+    for cell in nb["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if cell["cell_type"] == "markdown" and source.startswith("---"):
+            cell["source"] = "***" + source[3:]
+    text = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    notebook.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -396,3 +396,24 @@ def test_book_page_links_every_student_notebook() -> None:
     links = re.findall(r"\{download\}`[^<`]*<([^>]+)>`", page)
     expected = [str(build.student_notebook(n).relative_to(ROOT)) for n in NAMES]
     assert links == expected
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_student_notebook_reads_in_jupyterlab_as_written(built: Path, name: str) -> None:
+    """No markdown cell starts with "---" (front matter to jupyterlab-myst); usual kernelspec."""
+    nb = nbformat.read(build.student_notebook(name, built), as_version=4)
+    assert nb.metadata.kernelspec.display_name == build.KERNELSPEC["display_name"]
+    starts = [c.source[:3] for c in nb.cells if c.cell_type == "markdown"]
+    assert "---" not in starts
+    assert any(c.source.startswith("***") and "autograder tests" in c.source for c in nb.cells)
+
+
+def test_lab_ready_keeps_the_check_all_sentence(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("---\n\nTo double-check your work, run this.")]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    build.lab_ready(path)
+    build.lab_ready(path)  # idempotent
+    cell = nbformat.read(path, as_version=4).cells[0]
+    assert cell.source == "***\n\nTo double-check your work, run this."

@@ -246,3 +246,17 @@ def test_bad_arguments(build, kwargs, error, message):
 def test_bad_measure():
     with pytest.raises(ValueError, match="measure must be one of"):
         similarity_explorer(measure="euclidean")
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_plain_text_fallback_is_a_one_line_hint(name):
+    """Before its cell runs, a stored explorer shows a hint, not the repr of its children."""
+    explorer = BUILDERS[name](**SMALL)
+    bundle = explorer._repr_mimebundle_()
+    text = bundle["text/plain"]
+    assert "\n" not in text and "children" not in text
+    assert text == f"{type(explorer).__name__}: {explorer.HINT}"
+    assert "run this cell" in text.lower()
+    # The live view is still offered to front ends that render widgets.
+    view = bundle["application/vnd.jupyter.widget-view+json"]
+    assert view["model_id"] == explorer.model_id

@@ -192,6 +192,25 @@ class Explorer(widgets.VBox):
         super().__init__(children=[controls, self.image])
         self._render_data()
 
+    #: What a notebook shows in place of the live widget: before its cell runs
+    #: (a stored output, or an untrusted notebook), and in a front end without
+    #: widgets. One line, the same on every machine.
+    HINT = "Run this cell to get the sliders (a live picture needs a running kernel)."
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}: {self.HINT}"
+
+    def _repr_mimebundle_(self, **kwargs) -> dict:
+        """The widget view, with a one-line hint as its plain-text fallback.
+
+        ipywidgets' own fallback is the repr of the whole tree of children
+        (``EncodingExplorer(children=(HBox(...``), which is what a reader sees
+        of a stored output before running the cell.
+        """
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["text/plain"] = repr(self)
+        return bundle
+
     # What a subclass changes: how the view is told about new settings.
     def _update_view(self) -> None:
         self.view.update(self.length_slider.value, self.d_slider.value, self.base_slider.value)

@@ -1,0 +1,267 @@
+"""Chapter 4 in JupyterLab, as a student runs it after ``make lab``: Run All, explorers, links.
+
+JupyterLab is started by ``make lab`` itself (headless, on a free local port,
+with a random token), with its settings and workspaces in a temporary folder
+so that the reader's own are never touched; the only settings written there
+turn off JupyterLab's windowing, so that every cell is in the page and can be
+inspected, and its autosave, so that Run All never rewrites the notebook.
+The page is opened in Debian's Chromium, offline (every request not to the
+local server is refused).
+
+The figures the issue asks for are printed (``-s`` shows them) and written
+to ``_build/lab-test.json``: Run All seconds, and the redraw latency of each
+explorer from a key press on its position slider to the new picture.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .conftest import offline_context
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTER = "chapters/04_visualisation.ipynb"
+STUDENT = "assignments/dist/04_visualisation/student/04_visualisation.ipynb"
+EXPLORERS = 3  # encoding, similarity and projection explorers of chapter 4
+SLIDERS_PER_EXPLORER = 4  # d, n, L, k
+KEY_PRESSES = 5  # redraws timed per explorer
+RUN_ALL_LIMIT = 120.0  # seconds; a chapter executes in at most 60 s by the project's rules
+REDRAW_LIMIT_MS = 1000.0
+RESULTS = ROOT / "_build" / "lab-test.json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """``make lab`` on a free port; yields (base URL, token); stops its whole process group."""
+    if not (ROOT / STUDENT).exists():
+        pytest.fail(f"{STUDENT} is missing: run `make assignments` first")
+    settings = tmp_path_factory.mktemp("lab-settings")
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text(json.dumps({"windowingMode": "none"}))
+    # Run All changes the outputs: never save them over the committed notebook.
+    docmanager = settings / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings"
+    docmanager.parent.mkdir(parents=True)
+    docmanager.write_text(json.dumps({"autosave": False}))
+    port, token = free_port(), secrets.token_hex(16)
+    env = dict(
+        os.environ,
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path_factory.mktemp("lab-workspaces")),
+    )
+    args = f"--no-browser --ServerApp.ip=127.0.0.1 --port={port} --IdentityProvider.token={token}"
+    log = (tmp_path_factory.mktemp("lab-log") / "lab.log").open("w")
+    process = subprocess.Popen(
+        ["make", "-s", "lab", f"LAB_ARGS={args}"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not start: see {log.name}")
+                time.sleep(0.5)
+        yield base, token
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def chapter(browser, lab):
+    """Chapter 4 opened in JupyterLab and run with Run All; yields (page, record)."""
+    base, token = lab
+    context, refused = offline_context(browser, base)
+    page = context.new_page()
+    console: list[tuple[str, str]] = []
+    page.on("console", lambda m: console.append((m.type, m.text)))
+    page.on("pageerror", lambda e: console.append(("pageerror", str(e))))
+    page.goto(f"{base}/lab/tree/{CHAPTER}?token={token}&reset", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook .jp-MarkdownCell .myst", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    before = page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts()
+    record = {"refused": refused, "console": console, "outputs_before": before}
+    # Once its kernel is up, the notebook is still unmodified (stored kernelspec = installed one).
+    page.wait_for_timeout(1000)
+    record["dirty_on_open"] = page.locator(".lm-TabBar-tab.jp-mod-dirty").count()
+    # As opened: solutions collapsed (JupyterLab shows a placeholder for a hidden input).
+    record["placeholders"] = page.locator(".jp-Cell .jp-InputPlaceholder").all_inner_texts()
+    record["solution_code_shown"] = page.locator(
+        ".jp-CodeCell .jp-InputArea:not(.lm-mod-hidden) .cm-content", has_text="flat_by_base"
+    ).count()
+    # A collapsed cell does not update its prompt: expand all before running.
+    for label in ("Expand All Code", "Expand All Outputs"):
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^View$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{label}$")).click()
+    # Clear the stored outputs first, so that a cell shows a count only once it has run.
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Edit$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Clear Outputs of All Cells$")).click()
+    start = time.monotonic()
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    # Done when every code cell shows its count ("[3]:"); a waiting or running one shows "[*]:",
+    # and one that Run All never reached (after an error) keeps "[ ]:".
+    RESULTS.parent.mkdir(exist_ok=True)
+    try:
+        page.wait_for_function(
+            """() => {
+                const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+                return prompts.length > 0
+                    && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+            }""",
+            timeout=RUN_ALL_LIMIT * 1000,
+            polling=100,
+        )
+    finally:  # what the page showed, for whoever reads a failure
+        page.screenshot(path=str(RESULTS.with_suffix(".png")))
+    record["run_all_seconds"] = time.monotonic() - start
+    record["prompts"] = page.locator(".jp-CodeCell .jp-InputPrompt").all_text_contents()
+    yield page, record
+    context.close()
+
+
+def test_run_all_without_errors(chapter):
+    page, record = chapter
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    tracebacks = [t for t in errors.all_inner_texts() if re.search(r"Traceback|Error\b", t)]
+    assert tracebacks == []
+    # Every code cell ran (Run All stops at an error, leaving the cells after it unrun).
+    assert record["prompts"] and all(re.search(r"\[\d+\]", p) for p in record["prompts"])
+    assert record["run_all_seconds"] < RUN_ALL_LIMIT
+    print(f"\nRun All of {CHAPTER}: {record['run_all_seconds']:.1f} s")
+    assert record["refused"] == []
+
+
+def test_notebook_opens_unmodified(chapter):
+    _, record = chapter
+    assert record["dirty_on_open"] == 0
+
+
+def test_explorers_show_a_hint_before_running(chapter):
+    _, record = chapter
+    hints = [t for t in record["outputs_before"] if "Run this cell to get the sliders" in t]
+    assert len(hints) == EXPLORERS
+    assert not any("children=(" in t for t in record["outputs_before"])
+
+
+def test_explorers_render_with_sliders_and_redraw_within_a_second(chapter):
+    page, _ = chapter
+    explorers = page.locator(".jp-OutputArea-output .widget-vbox:has(img)")
+    explorers.first.wait_for(timeout=30_000)
+    assert explorers.count() == EXPLORERS
+    latencies: dict[int, list[float]] = {}
+    for i in range(EXPLORERS):
+        explorer = explorers.nth(i)
+        sliders = explorer.locator(".widget-slider")
+        assert sliders.count() == SLIDERS_PER_EXPLORER
+        slider = explorer.locator(".widget-slider", has_text="k (position)")
+        handle = slider.locator(".noUi-handle")
+        handle.scroll_into_view_if_needed()
+        latencies[i] = []
+        for _ in range(1 + KEY_PRESSES):  # the first move (kernel warming up) is reported apart
+            explorer.evaluate(
+                """(node) => {
+                    const img = node.querySelector('img');
+                    const before = img.src;
+                    window.__redraw = new Promise(resolve => {
+                        const t0 = performance.now();
+                        const obs = new MutationObserver(() => {
+                            if (img.src === before) return;
+                            obs.disconnect();
+                            resolve(performance.now() - t0);
+                        });
+                        obs.observe(img, {attributes: true, attributeFilter: ['src']});
+                        setTimeout(() => { obs.disconnect(); resolve(Infinity); }, 5000);
+                    });
+                }"""
+            )
+            handle.press("ArrowRight")
+            latencies[i].append(page.evaluate("() => window.__redraw"))
+    first = [values[0] for values in latencies.values()]
+    flat = [ms for values in latencies.values() for ms in values[1:]]
+    print(
+        f"\nslider redraw latency over {len(flat)} moves: median {statistics.median(flat):.0f} ms,"
+        f" max {max(flat):.0f} ms; first move of each explorer {[round(ms) for ms in first]} ms"
+    )
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps({"redraw_ms": latencies}, indent=1))
+    assert max(flat) < REDRAW_LIMIT_MS, latencies
+    assert max(first) < 5 * REDRAW_LIMIT_MS, latencies
+
+
+def test_solutions_are_collapsed(chapter):
+    _, record = chapter
+    # Three exercises, each with hidden cells whose placeholder shows a comment line only.
+    assert len(record["placeholders"]) >= 3
+    assert all(p.startswith(("% Solution", "# Solution")) for p in record["placeholders"])
+    assert record["solution_code_shown"] == 0
+
+
+def test_assignment_links_open(chapter):
+    page, _ = chapter
+    link = page.locator(".myst a", has_text="download the student notebook")
+    assert link.count() == 1
+    response = page.request.get(link.get_attribute("href"))
+    assert response.status == 200
+    assert json.loads(response.body())["nbformat"] == 4
+    page_link = page.locator(".myst a", has_text="assignments page")
+    assert page_link.count() == 1
+    page_link.click()
+    tab = page.locator(".lm-TabBar-tab", has_text="assignments.md")
+    tab.wait_for(timeout=15_000)
+
+
+def test_no_console_error_from_an_extension(chapter):
+    _, record = chapter
+    errors = [text for kind, text in record["console"] if kind in ("error", "pageerror")]
+    # jupyterlab-myst logs the references it cannot resolve: test_no_unresolved_reference.
+    extension_errors = [e for e in errors if "target was not found" not in e]
+    assert extension_errors == []
+
+
+def test_no_unresolved_reference(chapter):
+    """Figures, equations, sections, exercises and terms, of this chapter and of others."""
+    page, record = chapter
+    unresolved = page.locator(".myst [title='Cross Reference Not Found']")
+    assert unresolved.all_inner_texts() == []
+    assert not [t for kind, t in record["console"] if "target was not found" in t]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="jupyterlab-myst 2.x resolves no citation key: it reads no bibliography file",
+)
+def test_no_unresolved_citation(chapter):
+    page, _ = chapter
+    assert page.locator(".myst [title='Citation Not Found']").all_inner_texts() == []

@@ -1,0 +1,165 @@
+"""Tests of tools/lab_compat.py: each change, idempotence, and the chapters as committed."""
+
+import copy
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("lab_compat", ROOT / "tools" / "lab_compat.py")
+lab_compat = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lab_compat)
+
+
+def md(text, **metadata):
+    return {
+        "cell_type": "markdown",
+        "id": f"m{abs(hash(text)) % 10**8}",
+        "metadata": metadata,
+        "source": text,
+    }
+
+
+def code(text, outputs=(), **metadata):
+    return {
+        "cell_type": "code",
+        "id": f"c{abs(hash(text)) % 10**8}",
+        "metadata": metadata,
+        "source": text,
+        "outputs": list(outputs),
+        "execution_count": 1,
+    }
+
+
+def notebook():
+    widget = {
+        "output_type": "execute_result",
+        "execution_count": 1,
+        "metadata": {},
+        "data": {
+            "text/plain": "EncodingExplorer: Run this cell to get the sliders.",
+            lab_compat.WIDGET_VIEW: {"model_id": "abc", "version_major": 2},
+        },
+    }
+    figure = {"figure": {"name": "fig-x", "caption": "What to look at."}}
+    return {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "name": "python3", "language": "python"},
+            "widgets": {"state": {}},
+        },
+        "cells": [
+            md("See the [assignments page](../assignments.md) and {doc}`x <../nowhere>`."),
+            code("plot()", mystnb=figure),
+            md("```{solution-start} ex-1\n:class: dropdown\n```"),
+            md("The answer."),
+            code("answer = 42"),
+            md("```{solution-end}\n```"),
+            code("explorer()", outputs=[widget]),
+            md("{doc}`the page <../page>`"),
+        ],
+    }
+
+
+def test_each_change(tmp_path):
+    (tmp_path / "page.md").write_text("# Page\n")
+    (tmp_path / "chapters").mkdir()
+    nb = lab_compat.transform(notebook(), tmp_path / "chapters", macros={})
+    assert nb["metadata"]["kernelspec"]["display_name"] == "Python 3 (ipykernel)"
+    assert "widgets" not in nb["metadata"]
+    cells = nb["cells"]
+    caption = cells[2]
+    assert caption["metadata"]["tags"] == ["remove-cell"]
+    assert ":label: fig-x" in "".join(caption["source"])
+    assert "What to look at." in "".join(caption["source"])
+    hidden = [c for c in cells if c["metadata"].get("jupyter", {}).get("source_hidden")]
+    assert ["".join(c["source"]) for c in hidden] == [
+        "% Solution\nThe answer.",
+        "# Solution\nanswer = 42",
+    ]
+    assert cells[5]["metadata"]["jupyter"]["outputs_hidden"] is True
+    assert "source_hidden" not in cells[3]["metadata"].get("jupyter", {})  # the start cell
+    out = cells[7]["outputs"][0]["data"]
+    assert list(out) == ["text/plain"]
+    assert "".join(cells[8]["source"]) == "[the page](../page.md)"
+    assert "{doc}`x <../nowhere>`" in "".join(cells[0]["source"])  # no such page: unchanged
+
+
+def test_idempotent(tmp_path):
+    once = lab_compat.transform(notebook(), tmp_path)
+    twice = lab_compat.transform(copy.deepcopy(once), tmp_path)
+    assert twice == once
+    assert sum(c["metadata"].get(lab_compat.MARK) == "figure-caption" for c in twice["cells"]) == 1
+
+
+def test_caption_follows_the_metadata(tmp_path):
+    nb = lab_compat.transform(notebook(), tmp_path, macros={})
+    nb["cells"][1]["metadata"]["mystnb"]["figure"]["caption"] = "New caption."
+    nb = lab_compat.transform(nb, tmp_path, macros={})
+    assert "New caption." in "".join(nb["cells"][2]["source"])
+
+
+def test_committed_chapters_are_up_to_date():
+    stale = [
+        p.name
+        for p in sorted((ROOT / "chapters").glob("*.ipynb"))
+        if lab_compat.process(p, check=True)
+    ]
+    assert stale == [], "run: python tools/lab_compat.py"
+
+
+def test_check_mode_changes_nothing(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(notebook()))
+    before = path.read_text()
+    assert lab_compat.main(["--check", str(path)]) == 1
+    assert path.read_text() == before
+    assert lab_compat.main([str(path)]) == 0
+    assert lab_compat.main(["--check", str(path)]) == 0
+
+
+def test_front_matter_gives_the_book_macros(tmp_path):
+    macros = lab_compat.book_macros()
+    assert macros["\\PE"] == "\\mathrm{PE}"
+    nb = lab_compat.transform(notebook(), tmp_path, macros=macros)
+    first = nb["cells"][0]
+    assert first["metadata"]["tags"] == ["remove-cell"]
+    text = "".join(first["source"])
+    assert text.startswith("---\nmath:\n") and text.endswith("---")
+    assert '"\\\\PE": "\\\\mathrm{PE}"' in text  # JSON strings are valid YAML
+    again = lab_compat.transform(copy.deepcopy(nb), tmp_path, macros=macros)
+    assert again == nb
+
+
+def test_references_to_other_chapters_get_stand_ins(tmp_path):
+    other = {
+        "cells": [
+            md("# Other chapter\n\n(sec-x)=\n## Mistakes\n\n$$\na = b\n$$ (eq-x)"),
+            code("plot()", mystnb={"figure": {"name": "fig-y", "caption": "Cap."}}),
+        ]
+    }
+    found = lab_compat.targets(other, "02_other.ipynb")
+    assert set(found) == {"sec-x", "eq-x", "fig-y"}
+    nb = notebook()
+    nb["cells"].append(md("See {eq}`eq-x`, {numref}`fig-y`, {ref}`sec-x` and {numref}`fig-x`."))
+    nb = lab_compat.transform(nb, tmp_path, macros={}, others=found)
+    last = nb["cells"][-1]
+    assert last["metadata"]["tags"] == ["remove-cell"]
+    text = "".join(last["source"])
+    assert "$$\na = b\n$$ (eq-x)" in text and "(sec-x)=\n#### Mistakes" in text
+    assert ":label: fig-y" in text and "[Other chapter](02_other.ipynb)" in text
+    assert "fig-x" not in text  # defined in this notebook: no stand-in
+    again = lab_compat.transform(copy.deepcopy(nb), tmp_path, macros={}, others=found)
+    assert again == nb
+
+
+def test_terms_and_works_cited_for_jupyterlab(tmp_path):
+    nb = notebook()
+    nb["cells"].append(md("A {term}`mixing layer <Attention>` and {cite:p}`vaswani2017attention`."))
+    nb = lab_compat.transform(nb, tmp_path, macros={}, others={})
+    text = "".join(nb["cells"][-1]["source"])
+    assert "```{glossary}\nAttention\n: A layer that mixes the rows of its input:" in text
+    assert "- `vaswani2017attention`: Vaswani et al. (2017). *Attention Is All You Need*." in text
+    works = lab_compat.bibliography()
+    assert all(line.endswith((".", "?", "!")) for line in works.values())
