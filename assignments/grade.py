@@ -177,8 +177,10 @@ class Master:
 
     name: str
     questions: list[Question]
-    #: dotted posenc name -> question that asks the student to compute it
+    #: dotted posenc name -> question that asks the student to compute it; blocked for
+    #: the whole run, or only while the function answers are called
     not_allowed: dict[str, str]
+    not_allowed_in_functions: dict[str, str]
     #: code of the cells that are not checks, solutions included, in order
     reference_cells: list[str]
     #: names bound by code the notebook hands out (outside every solution block)
@@ -213,15 +215,17 @@ def _bound_names(source: str) -> set[str]:
 def read_master(path: Path) -> Master:
     """Parse a master notebook: its questions, forbidden functions, reference code, givens.
 
-    A question's configuration (the raw cell ``# BEGIN QUESTION``) may list, under
-    ``not_allowed:``, the ``posenc`` functions that would answer it; the sandbox makes them
-    raise ``PermissionError``.
+    A question's configuration (the raw cell ``# BEGIN QUESTION``) may list the ``posenc``
+    functions that would answer it, which the sandbox makes raise ``PermissionError``:
+    under ``not_allowed:`` for the whole run, under ``not_allowed_in_functions:`` only
+    while the notebook's function answers are called (for functions that the code handed
+    out with the notebook uses itself).
     """
     import yaml
 
     raw = json.loads(path.read_text(encoding="utf-8"))
     name = path.stem
-    questions, not_allowed, reference, given = [], {}, [], set()
+    questions, not_allowed, in_functions, reference, given = [], {}, {}, [], set()
     in_solution = in_tests = False
     for cell in raw["cells"]:
         source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
@@ -233,6 +237,8 @@ def read_master(path: Path) -> Master:
                 questions.append(Question(qname, float(config.get("points", 1))))
                 for dotted in config.get("not_allowed", None) or []:
                     not_allowed[str(dotted)] = qname
+                for dotted in config.get("not_allowed_in_functions", None) or []:
+                    in_functions[str(dotted)] = qname
             elif head == "# ASSIGNMENT CONFIG":
                 config = yaml.safe_load(source.split("\n", 1)[1]) or {}
                 name = str(config.get("name", name))
@@ -247,7 +253,7 @@ def read_master(path: Path) -> Master:
             given |= _bound_names(source)
     if not questions:
         raise ValueError(f"{path} has no questions (# BEGIN QUESTION)")
-    return Master(name, questions, not_allowed, reference, given)
+    return Master(name, questions, not_allowed, in_functions, reference, given)
 
 
 def find_master(assignment: str, source: Path = SOURCE) -> Path:
@@ -319,7 +325,11 @@ class SubmissionError(Exception):
 
 
 class Recorder:
-    """Wraps a reference function; records each distinct call and its outcome."""
+    """Wraps a reference function; records each distinct call and its outcome.
+
+    An outcome is ``{"ok": True, "value": ...}`` or, when the function raised (a check may
+    expect a ``ValueError``), ``{"ok": False, "type": ..., "message": ...}``.
+    """
 
     def __init__(self, name: str, function) -> None:
         self.name, self.function, self.calls, self.keys = name, function, [], set()
@@ -328,11 +338,19 @@ class Recorder:
         import answer_codec
 
         frozen = copy.deepcopy((args, kwargs))
-        result = self.function(*args, **kwargs)
         key = answer_codec.key(frozen)
+        try:
+            result = self.function(*args, **kwargs)
+        except Exception as error:
+            outcome = {"ok": False, "type": type(error).__name__, "message": str(error),
+                       "error": f"{type(error).__name__}: {error}"}
+            if key not in self.keys:
+                self.keys.add(key)
+                self.calls.append((frozen, outcome))
+            raise
         if key not in self.keys:
             self.keys.add(key)
-            self.calls.append((frozen, copy.deepcopy(result)))
+            self.calls.append((frozen, {"ok": True, "value": copy.deepcopy(result)}))
         return result
 
 
@@ -371,6 +389,12 @@ class Replay:
             raise SubmissionError(f"`{self.name}` returned nothing the grader can read")
         if outcome["ok"]:
             return copy.deepcopy(outcome.get("value"))
+        import builtins
+
+        kind = getattr(builtins, str(outcome.get("type")), None)
+        if (isinstance(kind, type) and issubclass(kind, Exception)
+                and not issubclass(kind, (SystemExit, KeyboardInterrupt))):
+            raise kind(str(outcome.get("message", "")))
         raise SubmissionError(f"`{self.name}` raised {outcome.get('error')}")
 
     def __repr__(self) -> str:
@@ -424,6 +448,7 @@ def reference_run(master_path: Path, autograder: Path, out: Path) -> None:
                          if n in master.given and n in namespace and n not in recorders},
         "given_functions": {n: r.calls for n, r in recorders.items() if n in master.given},
         "not_allowed": master.not_allowed,
+        "not_allowed_in_functions": master.not_allowed_in_functions,
     }
     data = answer_codec.pack(plan)
     check = answer_codec.unpack(data)
@@ -741,8 +766,7 @@ def check_answers(tests: list, plan: dict, answers: dict) -> dict:
     for name, value in plan["given_values"].items():
         env[name] = copy.deepcopy(value)
     for name, calls in plan["given_functions"].items():
-        env[name] = Replay(name, [c for c, _ in calls],
-                           [{"ok": True, "value": v} for _, v in calls])
+        env[name] = Replay(name, [c for c, _ in calls], [o for _, o in calls])
     for name, value in answers.get("values", {}).items():
         if name in plan["names"]:
             env[name] = value
@@ -978,7 +1002,9 @@ def grade_folder(
         plan_path = make_plan(master_path, autograder, work)
         plan = answer_codec.unpack(plan_path.read_bytes())
         sandbox_plan = {"names": plan["names"], "calls": plan["calls"],
-                        "not_allowed": plan["not_allowed"], "cell_timeout": cell_timeout,
+                        "not_allowed": plan["not_allowed"],
+                        "not_allowed_in_functions": plan["not_allowed_in_functions"],
+                        "cell_timeout": cell_timeout,
                         "call_timeout": call_timeout}
         plan_bytes = answer_codec.pack(sandbox_plan)
         sandbox = Sandbox(bwrap, memory=memory, mpl_cache=matplotlib_cache(work))

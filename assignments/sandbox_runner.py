@@ -7,7 +7,10 @@ inputs to call function answers with). The script
 1. keeps its standard output for the result and sends everything the notebook prints to
    ``/dev/null``;
 2. makes the ``posenc`` functions that would answer an implementation question raise
-   ``PermissionError`` ("not allowed in this question"), wherever the notebook finds them;
+   ``PermissionError`` ("not allowed"), wherever the notebook finds them: those of the
+   plan's ``not_allowed`` for the whole run, those of ``not_allowed_in_functions`` only
+   while the function answers are called (step 4), so that code the notebook hands out
+   may still use them;
 3. runs the code cells in an IPython shell, one after the other, stopping any cell that runs
    longer than the plan allows; ``import otter`` finds a stand-in whose ``grader.check``
    does nothing (the checks run in the grader, not here);
@@ -141,10 +144,22 @@ def call_each(function, calls: list, budget: float) -> list[dict]:
         try:
             outcomes.append({"ok": True, "value": function(*args, **kwargs)})
         except BaseException as error:  # whatever the answer raises is part of the answer
-            outcomes.append({"ok": False, "error": f"{type(error).__name__}: {_short(error)}"})
+            outcomes.append({"ok": False, "error": f"{type(error).__name__}: {_short(error)}",
+                             "type": _builtin_type(error), "message": _short(error)})
         finally:
             _disarm()
     return outcomes
+
+
+def _builtin_type(error: BaseException) -> str:
+    """Name of the first built-in exception class of ``error`` (``ValueError`` for a
+    subclass of it), so that a check's ``except ValueError`` sees it in the grader."""
+    import builtins
+
+    for cls in type(error).__mro__:
+        if getattr(builtins, cls.__name__, None) is cls:
+            return cls.__name__
+    return "Exception"
 
 
 def main(plan_path: str, cells_path: str) -> None:
@@ -178,6 +193,7 @@ def answers(plan_path: str, cells_path: str) -> dict:
 
     namespace, cell_errors = run_cells(cells, plan["cell_timeout"])
     ran = time.monotonic() - start
+    notes += block(plan.get("not_allowed_in_functions", {}))
 
     values, functions, missing = {}, {}, []
     for name in plan["names"]:
