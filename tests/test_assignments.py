@@ -416,3 +416,9 @@ def test_book_page_links_every_student_notebook() -> None:
     links = re.findall(r"\{download\}`[^<`]*<([^>]+)>`", page)
     expected = [str(build.student_notebook(n).relative_to(ROOT)) for n in NAMES]
     assert links == expected
+
+
+def test_book_page_does_not_point_students_at_solutions() -> None:
+    page = (ROOT / "assignments.md").read_text(encoding="utf-8").lower()
+    assert "assignments/source" not in page and "autograder/" not in page
+    assert "solution" not in page
