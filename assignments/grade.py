@@ -78,6 +78,9 @@ SCRATCH = 128 * 2**20
 #: so that a fork bomb exhausts only its own process limit.
 FIRST_UID = 61000
 
+#: Largest file read as a notebook, in bytes.
+MAX_NOTEBOOK = 64 * 2**20
+
 #: A reason longer than this (characters) is cut, so that the CSV stays readable.
 MAX_MESSAGE = 300
 
@@ -514,6 +517,9 @@ def prepare(path: Path, assignment: str) -> tuple[list[str] | None, list[str], t
         ``(cells, notes, None)`` for a gradable notebook, where ``cells`` are the sources of
         its code cells; or ``(None, [], (status, reason))``.
     """
+    size = path.stat().st_size
+    if size > MAX_NOTEBOOK:
+        return None, [], ("unreadable", f"file too large for a notebook ({size} bytes)")
     data = path.read_bytes()
     if not data.strip():
         return None, [], ("unreadable", f"empty file ({len(data)} bytes)")

@@ -47,7 +47,8 @@ def grade_class(count: int, jobs: int) -> tuple[float, int]:
         start = time.monotonic()
         subprocess.run([sys.executable, str(ASSIGNMENTS / "grade.py"), str(folder),
                         "--assignment", "02_mathematics", "--out", str(out),
-                        "--jobs", str(jobs)], check=True)
+                        "--jobs", str(jobs), "--quiet"], check=True,
+                       stdout=subprocess.DEVNULL)
         seconds = time.monotonic() - start
         full = sum(1 for line in out.read_text().splitlines()[1:] if ",10,10," in line)
     return seconds, full

@@ -194,33 +194,34 @@ def test_student_notebook_reports_unanswered_questions(
 # --- grading -------------------------------------------------------------------------------
 
 #: The fixture folder, one submission per case; each was written to earn exactly these
-#: scores (q1..q4, worth 2, 3, 3 and 2 points) for the reasons named (README.md explains each).
+#: scores (q1..q5, worth 2, 3, 3, 2 and 1 points) for the reasons named (README.md explains each).
 EXPECTED = {
-    "empty.ipynb": ("unreadable", [0, 0, 0, 0], ["empty file (0 bytes)"]),
-    "good.ipynb": ("graded", [2, 3, 3, 2], ["all checks passed"]),
-    "kills_kernel.ipynb": ("error", [0, 0, 0, 0], ["the notebook ended the grading process"]),
-    "loops.ipynb": ("graded", [2, 1, 0, 2], [
+    "empty.ipynb": ("unreadable", [0, 0, 0, 0, 0], ["empty file (0 bytes)"]),
+    "good.ipynb": ("graded", [2, 3, 3, 2, 1], ["all checks passed"]),
+    "kills_kernel.ipynb": ("error", [0, 0, 0, 0, 0], ["the notebook ended the grading process"]),
+    "loops.ipynb": ("graded", [2, 1, 0, 2, 0], [
         "q2, check 2: SubmissionError: `row_norm_squared` raised CellTimeout",
         "q3, check 1: AssertionError: Define a function named `rotation_split`",
         "raised CellTimeout",
     ]),
-    "nan.ipynb": ("graded", [2, 1, 2, 2], [
+    "nan.ipynb": ("graded", [2, 1, 2, 2, 0], [
         "q2, check 2: AssertionError: The values contain NaN or infinity",
         "q3, hidden check 3",
     ]),
-    "not_a_notebook.ipynb": ("unreadable", [0, 0, 0, 0], ["not a Jupyter notebook (not valid"]),
-    "other_assignment.ipynb": ("wrong assignment", [0, 0, 0, 0], ["assignment '01_motivation'"]),
-    "partial.ipynb": ("graded", [2, 2, 1, 4 / 3], [
+    "not_a_notebook.ipynb": ("unreadable", [0, 0, 0, 0, 0], ["not a Jupyter notebook (not valid"]),
+    "other_assignment.ipynb": ("wrong assignment", [0, 0, 0, 0, 0], ["assignment '01_motivation'"]),
+    "partial.ipynb": ("graded", [2, 2, 1, 4 / 3, 0], [
+        "q5, hidden check",
         "q2, hidden check 3",
         "q3, check 1: AssertionError: M(3) @ PE(k) is not PE(k + 3)",
         "q4, check 2: AssertionError: Compare distances[10, 15]",
     ]),
-    "raises.ipynb": ("graded", [0, 3, 3, 2], [
+    "raises.ipynb": ("graded", [0, 3, 3, 2, 0], [
         "q1, check 1: AssertionError: Set `lambda_min` to a number",
         "raised NameError: name 'wavelenght' is not defined",
     ]),
-    "report.pdf": ("unreadable", [0, 0, 0, 0], ["not a Jupyter notebook (a PDF file)"]),
-    "wrong_names_shapes_types.ipynb": ("graded", [1, 0, 0, 2 / 3], [
+    "report.pdf": ("unreadable", [0, 0, 0, 0, 0], ["not a Jupyter notebook (a PDF file)"]),
+    "wrong_names_shapes_types.ipynb": ("graded", [1, 0, 0, 2 / 3, 0], [
         "q1, check 2: AssertionError: Set `columns_longer_than_1000` to a whole number",
         "q2, check 1: AssertionError: Define a function named `row_norm_squared`",
         "q3, check 1: AssertionError: Define a function named `rotation_split`",
@@ -240,17 +241,17 @@ def test_grading_the_fixture_folder(built: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     with open(out, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["submission", "status", "q1", "q2", "q3", "q4", "total", "possible",
-                             "reason"]
+    assert list(rows[0]) == ["submission", "status", "q1", "q2", "q3", "q4", "q5", "total",
+                             "possible", "reason"]
     assert sorted(r["submission"] for r in rows) == sorted(p.name for p in FIXTURES.iterdir())
     assert set(EXPECTED) == {r["submission"] for r in rows}
     for row in rows:
         status, scores, reasons = EXPECTED[row["submission"]]
-        got = [float(row[q]) for q in ("q1", "q2", "q3", "q4")]
+        got = [float(row[q]) for q in ("q1", "q2", "q3", "q4", "q5")]
         assert row["status"] == status, row
         assert got == pytest.approx(scores, abs=1e-4), row
         assert float(row["total"]) == pytest.approx(sum(scores), abs=1e-4)
-        assert float(row["possible"]) == 10
+        assert float(row["possible"]) == 11
         for reason in reasons:
             assert reason in row["reason"], (row["submission"], row["reason"])
 
@@ -272,7 +273,7 @@ def test_a_submission_that_never_ends_is_stopped_with_its_sandbox(
                                      cell_timeout=2, jobs=1)
     assert time.monotonic() - start < 60
     assert row.status == "timeout"
-    assert row.total() == 0 and set(row.scores) == {"q1", "q2", "q3", "q4"}
+    assert row.total() == 0 and set(row.scores) == {"q1", "q2", "q3", "q4", "q5"}
     assert "stopped after 15 s" in row.reasons[0]
     assert sandbox_processes() == [], "a process of the sandbox is still running"
 

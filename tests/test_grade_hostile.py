@@ -35,11 +35,11 @@ pytestmark = [
 
 #: Put in the grader's environment; a submission that could read it would echo it.
 CANARY = "canary-7b1f0c-not-for-students"
-FULL = [2, 3, 3, 2]
-WRONG = [0, 0, 1, 2 / 3]  # wrong_answers.ipynb, honest: the same answers without an attack
-NOTHING = [0, 0, 0, 0]
+FULL = [2, 3, 3, 2, 1]
+WRONG = [0, 0, 1, 2 / 3, 1]  # wrong_answers.ipynb, honest: the same answers without an attack
+NOTHING = [0, 0, 0, 0, 0]
 
-#: Scores (q1..q4) each file must get: honest ones full marks, attacks what their honest
+#: Scores (q1..q5) each file must get: honest ones full marks, attacks what their honest
 #: answers earn. ``None`` marks an attack whose own row may be an error (it wrecked its
 #: own output channel), bounded by its honest answers' score.
 EXPECTED = {
@@ -59,7 +59,7 @@ EXPECTED = {
     "memory_hog.ipynb": FULL,
     "fork_bomb.ipynb": None,
     "output_flood.ipynb": None,
-    "posenc_shortcut.ipynb": [0, 3, 0, 2 / 3],
+    "posenc_shortcut.ipynb": [0, 3, 0, 2 / 3, 1],
     "non_string_source.ipynb": NOTHING,
 }
 
@@ -117,7 +117,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
 
 
 def scores(row: dict) -> list[float]:
-    return [float(row[q]) for q in ("q1", "q2", "q3", "q4")]
+    return [float(row[q]) for q in ("q1", "q2", "q3", "q4", "q5")]
 
 
 def test_every_file_gets_a_row_and_dot_files_are_listed_as_skipped(graded) -> None:
@@ -130,7 +130,7 @@ def test_every_file_gets_a_row_and_dot_files_are_listed_as_skipped(graded) -> No
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_attack_earns_only_what_its_honest_answers_earn(graded, name: str) -> None:
     row = graded["rows"][name]
-    assert float(row["total"]) <= 10 and float(row["possible"]) == 10
+    assert float(row["total"]) <= 11 and float(row["possible"]) == 11
     if EXPECTED[name] is None:
         assert row["status"] in ("graded", "error"), row
         assert all(s <= f for s, f in zip(scores(row), FULL, strict=True)), row
