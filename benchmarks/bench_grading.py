@@ -8,7 +8,9 @@ Prints
     network namespace, limits) divided by the time the same runner takes without the
     sandbox (``--unsafe``), and their difference: the per-submission overhead of the
     sandbox. Both are timed in turns, ``--repeat`` times each, one at a time, and each keeps
-    its median, so that the machine's load falls on both alike.
+    its median, so that the machine's load falls on both alike;
+(c) the start of an empty sandbox (``true`` inside bubblewrap, as the sandbox's user)
+    against the start of ``true`` itself: the fixed cost of the walls alone.
 
 Run with ``make bench`` or ``.venv/bin/python benchmarks/bench_grading.py [--count N]``
 after ``make assignments``.
@@ -75,8 +77,28 @@ def sandbox_overhead(repeat: int) -> tuple[float, float]:
     return statistics.median(times["sandbox"]), statistics.median(times["direct"])
 
 
+def empty_sandbox(repeat: int) -> tuple[float, float]:
+    """Median seconds to run ``true`` in an empty sandbox and directly."""
+    sandbox = grade.Sandbox(grade.sandbox_available())
+    flags = grade._namespace_flags()
+    walls = [sandbox.bwrap, *flags, "--ro-bind", "/usr", "/usr", "--proc", "/proc",
+             "--dev", "/dev", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+             "--symlink", "usr/lib64", "/lib64", "--tmpfs", "/tmp"]
+    if os.geteuid() == 0:
+        walls += ["setpriv", f"--reuid={grade.FIRST_UID}", f"--regid={grade.FIRST_UID}",
+                  "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
+    times: dict[str, list[float]] = {"sandbox": [], "direct": []}
+    for _ in range(repeat):
+        for name, command in (("sandbox", [*walls, "/usr/bin/true"]),
+                              ("direct", ["/usr/bin/true"])):
+            start = time.perf_counter()
+            subprocess.run(command, check=True)
+            times[name].append(time.perf_counter() - start)
+    return statistics.median(times["sandbox"]), statistics.median(times["direct"])
+
+
 def main() -> None:
-    """Print (a) and (b)."""
+    """Print (a), (b) and (c)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--jobs", type=int, default=2)
@@ -89,6 +111,9 @@ def main() -> None:
     print(f"(b) one submission: {sandboxed:.2f} s in the sandbox, {direct:.2f} s without; "
           f"ratio {sandboxed / direct:.2f}, overhead {sandboxed - direct:+.2f} s "
           f"(median of {args.repeat})")
+    bare, plain = empty_sandbox(4 * args.repeat)
+    print(f"(c) an empty sandbox starts in {bare * 1000:.0f} ms, a process alone in "
+          f"{plain * 1000:.0f} ms (median of {4 * args.repeat})")
     seconds, full = grade_class(args.count, args.jobs)
     print(f"(a) {args.count} submissions at --jobs {args.jobs}: {seconds:.0f} s "
           f"({args.count / seconds * 60:.0f} per minute, {full} with full marks); "
