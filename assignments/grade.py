@@ -221,8 +221,8 @@ def read_master(path: Path) -> Master:
     A question's configuration (the raw cell ``# BEGIN QUESTION``) may list the ``posenc``
     functions that would answer it, which the sandbox makes raise ``PermissionError``:
     under ``not_allowed:`` for the whole run, under ``not_allowed_in_functions:`` only
-    while the notebook's function answers are called (for functions that the code handed
-    out with the notebook uses itself).
+    while the function answers that the question's checks take are called (for functions
+    that the code handed out with the notebook, or other answers, may use).
     """
     import yaml
 
@@ -452,6 +452,8 @@ def reference_run(master_path: Path, autograder: Path, out: Path) -> None:
         "given_functions": {n: r.calls for n, r in recorders.items() if n in master.given},
         "not_allowed": master.not_allowed,
         "not_allowed_in_functions": master.not_allowed_in_functions,
+        "questions_of": {n: [t.name for t in tests if any(
+            n in case.body._get_func_params() for case in t.test_cases)] for n in names},
     }
     data = answer_codec.pack(plan)
     check = answer_codec.unpack(data)
@@ -723,7 +725,34 @@ def run_in_sandbox(sandbox: Sandbox, plan_bytes: bytes, cells: list[str], timeou
             return result, "graded", "", seconds
     finally:
         if uid is not None:
+            _reap(uid)
             sandbox.uids.put(uid)
+
+
+def _reap(uid: int, seconds: float = 10.0) -> None:
+    """Wait until no process of a sandbox's user id is left, killing any that linger.
+
+    The kernel ends every process of a sandbox when its first process dies, but not in
+    the same instant; the user id is handed to the next sandbox only once they are gone,
+    so that no process counts against another sandbox's process limit.
+    """
+    import psutil
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = []
+        for proc in psutil.process_iter(["uids"]):
+            uids = proc.info["uids"]
+            if uids is not None and uid in (uids.real, uids.effective):
+                left.append(proc)
+        if not left:
+            return
+        for proc in left:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        time.sleep(0.05)
 
 
 def _kill_session(pid: int) -> None:
@@ -1010,6 +1039,7 @@ def grade_folder(
         sandbox_plan = {"names": plan["names"], "calls": plan["calls"],
                         "not_allowed": plan["not_allowed"],
                         "not_allowed_in_functions": plan["not_allowed_in_functions"],
+                        "questions_of": plan["questions_of"],
                         "cell_timeout": cell_timeout,
                         "call_timeout": call_timeout}
         plan_bytes = answer_codec.pack(sandbox_plan)

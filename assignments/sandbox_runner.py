@@ -9,8 +9,8 @@ inputs to call function answers with). The script
 2. makes the ``posenc`` functions that would answer an implementation question raise
    ``PermissionError`` ("not allowed"), wherever the notebook finds them: those of the
    plan's ``not_allowed`` for the whole run, those of ``not_allowed_in_functions`` only
-   while the function answers are called (step 4), so that code the notebook hands out
-   may still use them;
+   while the function answers of their own question are called (step 4), so that code
+   the notebook hands out, and the answers to other questions, may still use them;
 3. runs the code cells in an IPython shell, one after the other, stopping any cell that runs
    longer than the plan allows; ``import otter`` finds a stand-in whose ``grader.check``
    does nothing (the checks run in the grader, not here);
@@ -73,16 +73,17 @@ def write_otter_stand_in(folder: str) -> None:
         )
 
 
-def block(functions: dict[str, str]) -> list[str]:
+def block(functions: dict[str, str]) -> tuple[list, list[str]]:
     """Make each ``posenc`` function named in ``functions`` raise ``PermissionError``.
 
     ``functions`` maps a dotted name (``posenc.variants.split_permutation``) to the question
     that asks for it. The function's code is replaced, so every reference to it, however
-    the notebook imported it, raises. Returns notes on names that could not be blocked.
+    the notebook imported it, raises. Returns what :func:`unblock` needs to restore them,
+    and notes on names that could not be blocked.
     """
     import importlib
 
-    notes = []
+    notes, saved = [], []
     for dotted, question in functions.items():
         module_name, _, attribute = dotted.rpartition(".")
         try:
@@ -96,12 +97,22 @@ def block(functions: dict[str, str]) -> list[str]:
                 f"def {attribute}(*args, **kwargs):\n    raise PermissionError({message!r})\n",
                 namespace,
             )
+            saved.append((function, function.__code__, function.__defaults__,
+                          function.__kwdefaults__))
             function.__code__ = namespace[attribute].__code__
             function.__defaults__ = None
             function.__kwdefaults__ = None
         except Exception as error:  # a name the plan got wrong is reported, not fatal
             notes.append(f"could not block {dotted}: {_short(error)}")
-    return notes
+    return saved, notes
+
+
+def unblock(saved: list) -> None:
+    """Give the functions that :func:`block` replaced their code back."""
+    for function, code, defaults, kwdefaults in reversed(saved):
+        function.__code__ = code
+        function.__defaults__ = defaults
+        function.__kwdefaults__ = kwdefaults
 
 
 def run_cells(cells: list[str], cell_timeout: float) -> tuple[dict, list]:
@@ -144,8 +155,11 @@ def call_each(function, calls: list, budget: float) -> list[dict]:
         try:
             outcomes.append({"ok": True, "value": function(*args, **kwargs)})
         except BaseException as error:  # whatever the answer raises is part of the answer
-            outcomes.append({"ok": False, "error": f"{type(error).__name__}: {_short(error)}",
-                             "type": _builtin_type(error), "message": _short(error)})
+            message = _short(error)
+            if isinstance(error, CellTimeout):
+                message = f"did not return within the {budget:g} s allowed for its calls"
+            outcomes.append({"ok": False, "error": f"{type(error).__name__}: {message}",
+                             "type": _builtin_type(error), "message": message})
         finally:
             _disarm()
     return outcomes
@@ -189,11 +203,12 @@ def answers(plan_path: str, cells_path: str) -> dict:
     stand_in = os.path.join(os.environ.get("TMPDIR", "/tmp"), "stand-in")
     write_otter_stand_in(stand_in)
     sys.path.insert(0, stand_in)
-    notes = block(plan["not_allowed"])
+    _, notes = block(plan["not_allowed"])
 
     namespace, cell_errors = run_cells(cells, plan["cell_timeout"])
     ran = time.monotonic() - start
-    notes += block(plan.get("not_allowed_in_functions", {}))
+    in_functions = plan.get("not_allowed_in_functions", {})
+    questions_of = plan.get("questions_of", {})
 
     values, functions, missing = {}, {}, []
     for name in plan["names"]:
@@ -202,7 +217,17 @@ def answers(plan_path: str, cells_path: str) -> dict:
             continue
         value = namespace[name]
         if callable(value) and not isinstance(value, type):
-            functions[name] = call_each(value, plan["calls"].get(name, []), plan["call_timeout"])
+            # posenc functions that would answer this function's question are refused
+            # while it is called, and only then.
+            mine = set(questions_of.get(name, []))
+            scope = {d: q for d, q in in_functions.items() if q in mine}
+            saved, blocked_notes = block(scope)
+            notes += blocked_notes
+            try:
+                functions[name] = call_each(
+                    value, plan["calls"].get(name, []), plan["call_timeout"])
+            finally:
+                unblock(saved)
         else:
             values[name] = value
     return {

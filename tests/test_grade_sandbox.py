@@ -91,7 +91,7 @@ def test_replay_returns_copies_and_raises_like_the_answer() -> None:
 
 def test_master_notebooks_name_their_questions_and_forbidden_functions() -> None:
     master = grade.read_master(grade.find_master("02_mathematics"))
-    assert [q.name for q in master.questions] == ["q1", "q2", "q3", "q4"]
+    assert [q.name for q in master.questions] == ["q1", "q2", "q3", "q4", "q5"]
     assert master.not_allowed == {"posenc.wavelengths": "q1"}
     assert master.not_allowed_in_functions["posenc.relative_rotation"] == "q3"
     one = grade.read_master(grade.find_master("01_motivation"))
@@ -156,3 +156,20 @@ except OSError:
     assert "GRADING" not in out and "SECRET" not in out
     if grade.os.geteuid() == 0:
         assert f"UID {grade.FIRST_UID + 63}" in out
+
+
+def test_blocking_a_posenc_function_reaches_every_reference_and_can_be_undone() -> None:
+    import sandbox_runner
+
+    from posenc.encodings import wavelengths as imported_early
+
+    saved, notes = sandbox_runner.block({"posenc.wavelengths": "q1", "posenc.nothing": "q2"})
+    try:
+        with pytest.raises(PermissionError, match="q1 asks you to write this computation"):
+            posenc.wavelengths(8)
+        with pytest.raises(PermissionError):
+            imported_early(8, base=100.0)
+        assert notes and "could not block posenc.nothing" in notes[0]
+    finally:
+        sandbox_runner.unblock(saved)
+    np.testing.assert_allclose(posenc.wavelengths(4), 2 * np.pi / posenc.frequencies(4))
