@@ -75,8 +75,11 @@ PROCESSES = 64
 OUTPUT = 64 * 2**20
 SCRATCH = 128 * 2**20
 #: User ids of the sandboxes when grading as root: one per sandbox running at the same time,
-#: so that a fork bomb exhausts only its own process limit.
+#: on the whole machine (a lock file per id), so that a fork bomb exhausts only its own
+#: process limit and no two sandboxes share a user.
 FIRST_UID = 61000
+UID_COUNT = 1000
+UID_LOCKS = Path(tempfile.gettempdir()) / "posenc-grading-uids"
 
 #: Largest file read as a notebook, in bytes.
 MAX_NOTEBOOK = 64 * 2**20
@@ -603,7 +606,6 @@ class Sandbox:
     processes: int = PROCESSES
     output: int = OUTPUT
     mpl_cache: Path | None = None
-    uids: queue.Queue = field(default_factory=queue.Queue)
 
     def command(self, work: Path, uid: int | None) -> list[str]:
         """The command that runs the runner on ``work/plan.npz`` and ``work/cells.npz``."""
@@ -669,7 +671,7 @@ def run_in_sandbox(sandbox: Sandbox, plan_bytes: bytes, cells: list[str], timeou
     import sandbox_runner
 
     start = time.monotonic()
-    uid = sandbox.uids.get() if os.geteuid() == 0 and sandbox.bwrap else None
+    uid, lock = acquire_uid() if os.geteuid() == 0 and sandbox.bwrap else (None, None)
     try:
         with tempfile.TemporaryDirectory(prefix="sandbox-") as tmp:
             work = Path(tmp)
@@ -726,7 +728,28 @@ def run_in_sandbox(sandbox: Sandbox, plan_bytes: bytes, cells: list[str], timeou
     finally:
         if uid is not None:
             _reap(uid)
-            sandbox.uids.put(uid)
+            os.close(lock)  # releases the lock on the user id
+
+
+def acquire_uid() -> tuple[int, int]:
+    """A user id no other sandbox on this machine uses now, and the lock that holds it.
+
+    Closing the returned file descriptor releases the id.
+    """
+    import fcntl
+
+    UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    for _ in range(600):
+        for uid in range(FIRST_UID, FIRST_UID + UID_COUNT):
+            fd = os.open(UID_LOCKS / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            return uid, fd
+        time.sleep(0.1)
+    raise RuntimeError(f"every sandbox user id {FIRST_UID}+ is in use")
 
 
 def _reap(uid: int, seconds: float = 10.0) -> None:
@@ -1044,8 +1067,6 @@ def grade_folder(
                         "call_timeout": call_timeout}
         plan_bytes = answer_codec.pack(sandbox_plan)
         sandbox = Sandbox(bwrap, memory=memory, mpl_cache=matplotlib_cache(work))
-        for slot in range(max(1, jobs)):
-            sandbox.uids.put(FIRST_UID + slot)
         stub = work / "stub"
         env = child_environment(stub)
         checkers: queue.Queue = queue.Queue()

@@ -283,7 +283,7 @@ def sandbox_processes() -> list[str]:
     found = []
     for proc in psutil.process_iter(["cmdline", "uids"]):
         uids = proc.info["uids"]
-        if uids and grade.FIRST_UID <= uids.real < grade.FIRST_UID + 64:
+        if uids and grade.FIRST_UID <= uids.real < grade.FIRST_UID + grade.UID_COUNT:
             found.append(" ".join(proc.info["cmdline"] or []))
     return found
 

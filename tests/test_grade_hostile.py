@@ -80,7 +80,7 @@ def leftover_processes() -> list[str]:
         cmdline = " ".join(proc.info["cmdline"] or [])
         uids = proc.info["uids"]
         if "hostile-fixture-detached-process" in cmdline or (
-            uids and grade.FIRST_UID <= uids.real < grade.FIRST_UID + 64
+            uids and grade.FIRST_UID <= uids.real < grade.FIRST_UID + grade.UID_COUNT
         ):
             found.append(cmdline)
     return found
