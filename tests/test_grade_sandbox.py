@@ -174,3 +174,25 @@ def test_blocking_a_posenc_function_reaches_every_reference_and_can_be_undone() 
     finally:
         sandbox_runner.unblock(saved)
     np.testing.assert_allclose(posenc.wavelengths(4), 2 * np.pi / posenc.frequencies(4))
+
+
+def test_hidden_inputs_are_redrawn_from_the_grading_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference run records the inputs that the secret draws, so each offering's
+    hidden check of assignment 2, question 2, calls the answer on other inputs."""
+    import build
+
+    build.build_all(["02_mathematics"])
+    autograder = grade.find_autograder("02_mathematics")
+    master = grade.find_master("02_mathematics")
+    calls = {}
+    for secret in ("spring", "autumn", "spring"):
+        monkeypatch.setenv(grade.SECRET_VARIABLE, secret)
+        folder = tmp_path / f"{secret}-{len(calls)}"
+        folder.mkdir()
+        plan = answer_codec.unpack(grade.make_plan(master, autograder, folder).read_bytes())
+        calls.setdefault(secret, []).append(
+            {answer_codec.key(c) for c in plan["calls"]["row_norm_squared"]})
+    assert calls["spring"][0] == calls["spring"][1]
+    assert calls["spring"][0] != calls["autumn"][0]
