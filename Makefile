@@ -32,7 +32,8 @@ help:
 	@echo "make system-deps   install the Debian packages the tests need (chromium, bubblewrap)"
 	@echo "make assignments  build the student and autograder versions of the assignments"
 	@echo "make grade SUBMISSIONS=folder ASSIGNMENT=01_motivation [OUT=grades.csv]"
-	@echo "                grade a folder of submitted notebooks into a CSV"
+	@echo "                grade a folder of submitted notebooks into a CSV, each in a sandbox"
+	@echo "                (both take SOURCE=folder of master notebooks, for a private copy)"
 	@echo "make clean      remove _build (and .venv with 'make clean ALL=1')"
 
 # The environment is rebuilt when requirements.txt or pyproject.toml change.
@@ -107,8 +108,10 @@ bench: $(STAMP)
 
 # Student and autograder versions of every assignment, into assignments/dist (rebuilt only
 # when a master notebook or src/posenc changed; FORCE=1 rebuilds all).
+# SOURCE is the folder of master notebooks: a graded offering keeps a private copy.
+SOURCE ?= assignments/source
 assignments: $(STAMP)
-	$(BIN)/python assignments/build.py $(if $(FORCE),--force)
+	$(BIN)/python assignments/build.py --source "$(SOURCE)" $(if $(FORCE),--force)
 
 # make grade SUBMISSIONS=path/to/folder ASSIGNMENT=01_motivation OUT=grades.csv
 # (GRADE_ARGS passes more options, e.g. GRADE_ARGS="--cell-timeout 10 --jobs 4")
@@ -117,7 +120,8 @@ GRADE_ARGS ?=
 grade: assignments
 	@test -n "$(SUBMISSIONS)" -a -n "$(ASSIGNMENT)" || \
 		{ echo "usage: make grade SUBMISSIONS=folder ASSIGNMENT=01_motivation [OUT=grades.csv]"; exit 2; }
-	$(BIN)/python assignments/grade.py "$(SUBMISSIONS)" --assignment "$(ASSIGNMENT)" --out "$(OUT)" $(GRADE_ARGS)
+	$(BIN)/python assignments/grade.py "$(SUBMISSIONS)" --assignment "$(ASSIGNMENT)" --out "$(OUT)" \
+		--source "$(SOURCE)" $(GRADE_ARGS)
 
 # Debian packages that pip cannot install (Chromium for the browser tests,
 # bubblewrap for the grading sandbox); installs only what is missing.

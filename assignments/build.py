@@ -2,9 +2,10 @@
 
 Usage (``make assignments`` runs it)::
 
-    python assignments/build.py [--force] [--jobs N] [--out DIR] [NAME ...]
+    python assignments/build.py [--force] [--jobs N] [--out DIR] [--source DIR] [NAME ...]
 
-For every master notebook ``assignments/source/<name>/<name>.ipynb`` it writes
+For every master notebook ``<source>/<name>/<name>.ipynb`` (``--source``, default
+``assignments/source``; a graded offering uses a private copy) it writes
 
 * ``<out>/<name>/student/<name>.ipynb``: the notebook handed out to students, without the
   solutions and without the hidden checks;
@@ -171,10 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
     parser.add_argument("--jobs", type=int, default=2, help="assignments built at the same time")
     parser.add_argument("--out", type=Path, default=DIST, help="output folder")
+    parser.add_argument("--source", type=Path, default=SOURCE,
+                        help="folder of master notebooks (default: assignments/source)")
     args = parser.parse_args(argv)
     start = time.monotonic()
     try:
-        seconds = build_all(args.names or None, out=args.out, force=args.force, jobs=args.jobs)
+        seconds = build_all(args.names or None, out=args.out, source=args.source,
+                            force=args.force, jobs=args.jobs)
     except (RuntimeError, ValueError, FileNotFoundError) as error:
         print(error, file=sys.stderr)
         return 1

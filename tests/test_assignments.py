@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +35,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Traits should be given as instan
 
 NAMES = list(build.masters())
 CELL_TIMEOUT = 5.0  # seconds, for the fixtures of assignment 2, whose cells take well under one
+CALL_TIMEOUT = 3.0  # seconds for all the calls of one function answer
 
 
 @pytest.fixture(scope="session")
@@ -122,19 +122,22 @@ def test_student_version_has_no_solution_and_no_hidden_check(built: Path, name: 
     assert all(f"def {t}(" in tests for t in parts["hidden"]), "the autograder has hidden checks"
 
 
-def test_solutions_score_full_marks(built: Path) -> None:
-    """The autograder notebooks, which hold the solutions, pass every check, hidden included."""
+def test_solutions_score_full_marks(built: Path, tmp_path: Path) -> None:
+    """The autograder notebooks, which hold the solutions, pass every check, hidden included,
+    when graded in the sandbox."""
 
-    def grade_solution(name: str) -> tuple[list[grade.Question], grade.Row]:
-        autograder = grade.find_autograder(name, built)
-        questions = grade.read_questions(autograder)
+    def grade_solution(name: str) -> tuple[list[grade.Question], list[grade.Row]]:
+        folder = tmp_path / name
+        folder.mkdir()
         notebook = built / name / "autograder" / f"{name}.ipynb"
-        row = grade.grade_one(notebook, name, autograder, questions)
-        return questions, row
+        (folder / notebook.name).write_bytes(notebook.read_bytes())
+        questions, rows, _ = grade.grade_folder(folder, name, dist=built, jobs=1)
+        return questions, rows
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(NAMES, pool.map(grade_solution, NAMES), strict=True))
-    for name, (questions, row) in results.items():
+    for name, (questions, rows) in results.items():
+        [row] = rows
         assert row.status == "graded", (name, row.reasons)
         assert row.scores == {q.name: q.points for q in questions}, (name, row.reasons)
         assert row.reasons == ["all checks passed"], name
@@ -191,33 +194,34 @@ def test_student_notebook_reports_unanswered_questions(
 # --- grading -------------------------------------------------------------------------------
 
 #: The fixture folder, one submission per case; each was written to earn exactly these
-#: scores (q1..q4, worth 2, 3, 3 and 2 points) for the reasons named (README.md explains each).
+#: scores (q1..q5, worth 2, 3, 3, 2 and 1 points) for the reasons named (README.md explains each).
 EXPECTED = {
-    "empty.ipynb": ("unreadable", [0, 0, 0, 0], ["empty file (0 bytes)"]),
-    "good.ipynb": ("graded", [2, 3, 3, 2], ["all checks passed"]),
-    "kills_kernel.ipynb": ("error", [0, 0, 0, 0], ["the grader failed: DeadKernelError"]),
-    "loops.ipynb": ("graded", [2, 1, 0, 2], [
-        "q2, check 2: CellTimeout: this cell ran longer than 5 s",
+    "empty.ipynb": ("unreadable", [0, 0, 0, 0, 0], ["empty file (0 bytes)"]),
+    "good.ipynb": ("graded", [2, 3, 3, 2, 1], ["all checks passed"]),
+    "kills_kernel.ipynb": ("error", [0, 0, 0, 0, 0], ["the notebook ended the grading process"]),
+    "loops.ipynb": ("graded", [2, 1, 0, 2, 0], [
+        "q2, check 2: TimeoutError: did not return within the 3 s allowed for its calls",
         "q3, check 1: AssertionError: Define a function named `rotation_split`",
         "raised CellTimeout",
     ]),
-    "nan.ipynb": ("graded", [2, 1, 2, 2], [
+    "nan.ipynb": ("graded", [2, 1, 2, 2, 0], [
         "q2, check 2: AssertionError: The values contain NaN or infinity",
         "q3, hidden check 3",
     ]),
-    "not_a_notebook.ipynb": ("unreadable", [0, 0, 0, 0], ["not a Jupyter notebook (not valid"]),
-    "other_assignment.ipynb": ("wrong assignment", [0, 0, 0, 0], ["assignment '01_motivation'"]),
-    "partial.ipynb": ("graded", [2, 2, 1, 4 / 3], [
+    "not_a_notebook.ipynb": ("unreadable", [0, 0, 0, 0, 0], ["not a Jupyter notebook (not valid"]),
+    "other_assignment.ipynb": ("wrong assignment", [0, 0, 0, 0, 0], ["assignment '01_motivation'"]),
+    "partial.ipynb": ("graded", [2, 2, 1, 4 / 3, 0], [
+        "q5, hidden check",
         "q2, hidden check 3",
         "q3, check 1: AssertionError: M(3) @ PE(k) is not PE(k + 3)",
         "q4, check 2: AssertionError: Compare distances[10, 15]",
     ]),
-    "raises.ipynb": ("graded", [0, 3, 3, 2], [
+    "raises.ipynb": ("graded", [0, 3, 3, 2, 0], [
         "q1, check 1: AssertionError: Set `lambda_min` to a number",
         "raised NameError: name 'wavelenght' is not defined",
     ]),
-    "report.pdf": ("unreadable", [0, 0, 0, 0], ["not a Jupyter notebook (a PDF file)"]),
-    "wrong_names_shapes_types.ipynb": ("graded", [1, 0, 0, 2 / 3], [
+    "report.pdf": ("unreadable", [0, 0, 0, 0, 0], ["not a Jupyter notebook (a PDF file)"]),
+    "wrong_names_shapes_types.ipynb": ("graded", [1, 0, 0, 2 / 3, 0], [
         "q1, check 2: AssertionError: Set `columns_longer_than_1000` to a whole number",
         "q2, check 1: AssertionError: Define a function named `row_norm_squared`",
         "q3, check 1: AssertionError: Define a function named `rotation_split`",
@@ -231,64 +235,57 @@ def test_grading_the_fixture_folder(built: Path, tmp_path: Path) -> None:
     out = tmp_path / "grades.csv"
     command = [sys.executable, str(ASSIGNMENTS / "grade.py"), str(FIXTURES),
                "--assignment", "02_mathematics", "--dist", str(built), "--out", str(out),
-               "--cell-timeout", str(CELL_TIMEOUT), "--jobs", "2"]
+               "--cell-timeout", str(CELL_TIMEOUT), "--call-timeout", str(CALL_TIMEOUT),
+               "--jobs", "2", "--quiet"]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     with open(out, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["submission", "status", "q1", "q2", "q3", "q4", "total", "possible",
-                             "reason"]
+    assert list(rows[0]) == ["submission", "status", "q1", "q2", "q3", "q4", "q5", "total",
+                             "possible", "reason"]
     assert sorted(r["submission"] for r in rows) == sorted(p.name for p in FIXTURES.iterdir())
     assert set(EXPECTED) == {r["submission"] for r in rows}
     for row in rows:
         status, scores, reasons = EXPECTED[row["submission"]]
-        got = [float(row[q]) for q in ("q1", "q2", "q3", "q4")]
+        got = [float(row[q]) for q in ("q1", "q2", "q3", "q4", "q5")]
         assert row["status"] == status, row
         assert got == pytest.approx(scores, abs=1e-4), row
         assert float(row["total"]) == pytest.approx(sum(scores), abs=1e-4)
-        assert float(row["possible"]) == 10
+        assert float(row["possible"]) == 11
         for reason in reasons:
             assert reason in row["reason"], (row["submission"], row["reason"])
 
 
-def test_a_submission_that_never_ends_is_stopped_with_its_kernel(
-    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_submission_that_never_ends_is_stopped_with_its_sandbox(
+    built: Path, tmp_path: Path
 ) -> None:
-    """A loop that swallows the cell timeout is stopped by the submission's time limit."""
+    """A loop that swallows the cell timeout is stopped by the submission's time limit, and
+    nothing it started is left running."""
     nb = nbformat.read(student_path(built, "02_mathematics"), as_version=4)
     stubborn = "import time\n\nwhile True:\n    try:\n        time.sleep(0.1)\n"
-    stubborn += "    except Exception:\n        pass\n"
+    stubborn += "    except BaseException:\n        pass\n"
     nb.cells.insert(3, nbformat.v4.new_code_cell(stubborn))
-    submission = tmp_path / "stubborn.ipynb"
-    nbformat.write(nb, submission)
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(work))
-    autograder = grade.find_autograder("02_mathematics", built)
-    questions = grade.read_questions(autograder)
-
-    def grading_processes() -> list[str]:
-        """Command lines of the processes that grade in `work` (worker and kernel)."""
-        found = []
-        for proc in psutil.process_iter(["cmdline", "environ"]):
-            cmdline = " ".join(proc.info["cmdline"] or [])
-            if str(work) in cmdline + json.dumps(proc.info["environ"] or {}):
-                found.append(cmdline)
-        return found
-
-    kernels_seen = []
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        future = pool.submit(grade.grade_one, submission, "02_mathematics", autograder,
-                             questions, timeout=15, cell_timeout=2)
-        while not future.done():
-            kernels_seen += [c for c in grading_processes() if "ipykernel" in c]
-            time.sleep(0.5)
-        row = future.result()
-    assert kernels_seen, "the kernel was running before the time limit"
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    nbformat.write(nb, folder / "stubborn.ipynb")
+    start = time.monotonic()
+    _, [row], _ = grade.grade_folder(folder, "02_mathematics", dist=built, timeout=15,
+                                     cell_timeout=2, jobs=1)
+    assert time.monotonic() - start < 60
     assert row.status == "timeout"
-    assert row.total() == 0 and set(row.scores) == {"q1", "q2", "q3", "q4"}
-    assert "grading stopped after 15 s" in row.reasons[0]
-    assert grading_processes() == [], "the worker or its kernel is still running"
+    assert row.total() == 0 and set(row.scores) == {"q1", "q2", "q3", "q4", "q5"}
+    assert "stopped after 15 s" in row.reasons[0]
+    assert sandbox_processes() == [], "a process of the sandbox is still running"
+
+
+def sandbox_processes() -> list[str]:
+    """Command lines of processes that run as one of the sandboxes' user ids."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "uids"]):
+        uids = proc.info["uids"]
+        if uids and grade.FIRST_UID <= uids.real < grade.FIRST_UID + grade.UID_COUNT:
+            found.append(" ".join(proc.info["cmdline"] or []))
+    return found
 
 
 # --- the grading helpers, without kernels -------------------------------------------------
@@ -311,8 +308,8 @@ def test_prepare_rejects_what_is_not_a_notebook(
 ) -> None:
     path = tmp_path / "submission.ipynb"
     path.write_bytes(content)
-    nb, notes, rejection = grade.prepare(path, "02_mathematics", 10)
-    assert nb is None and notes == [] and rejection == (status, reason)
+    cells, notes, rejection = grade.prepare(path, "02_mathematics")
+    assert cells is None and notes == [] and rejection == (status, reason)
 
 
 def test_prepare_rejects_another_assignment_and_accepts_missing_metadata(tmp_path: Path) -> None:
@@ -321,27 +318,35 @@ def test_prepare_rejects_another_assignment_and_accepts_missing_metadata(tmp_pat
         nbformat.v4.new_code_cell("x = 1"),
         nbformat.v4.new_code_cell("y = 2"),
     ])
-    nb.metadata["kernelspec"] = {"name": "some-other-kernel", "display_name": "?"}
     path = tmp_path / "submission.ipynb"
     nbformat.write(nb, path)
-    prepared, notes, rejection = grade.prepare(path, "02_mathematics", 10)
+    cells, notes, rejection = grade.prepare(path, "02_mathematics")
     assert rejection is None
     assert notes == ["no assignment name in the notebook's metadata; graded as 02_mathematics"]
-    assert prepared.metadata["otter"]["assignment_name"] == "02_mathematics"
-    assert prepared.metadata["kernelspec"]["name"] == "python3"
-    assert "longer than 10 s" in prepared.cells[0].source
-    numbers = [c.metadata.get(grade.CELL_KEY) for c in prepared.cells[1:]]
-    assert numbers == [None, 1, 2]
+    assert cells == ["x = 1", "y = 2"]
 
     nb.metadata["otter"] = "not a dictionary"
     nbformat.write(nb, path)
-    assert grade.prepare(path, "02_mathematics", 10)[1] == notes
+    assert grade.prepare(path, "02_mathematics")[1] == notes
 
     nb.metadata["otter"] = {"assignment_name": "01_motivation"}
     nbformat.write(nb, path)
-    assert grade.prepare(path, "02_mathematics", 10)[2] == (
+    assert grade.prepare(path, "02_mathematics")[2] == (
         "wrong assignment", "this notebook is assignment '01_motivation'"
     )
+
+
+def test_prepare_names_a_cell_whose_source_is_not_text(tmp_path: Path) -> None:
+    raw = {"cells": [{"cell_type": "markdown", "source": "# title", "metadata": {}},
+                     {"cell_type": "code", "source": 42, "metadata": {}, "outputs": []}],
+           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "odd.ipynb"
+    path.write_text(json.dumps(raw))
+    assert grade.prepare(path, "02_mathematics") == (
+        None, [], ("unreadable", "cell 2: its source is a int, not text"))
+    raw["cells"][1]["source"] = ["a = 1\n", "b = 2"]
+    path.write_text(json.dumps(raw))
+    assert grade.prepare(path, "02_mathematics")[0] == ["a = 1\nb = 2"]
 
 
 def test_failure_message_keeps_the_exception_line() -> None:
@@ -354,9 +359,15 @@ def test_failure_message_keeps_the_exception_line() -> None:
 def test_find_submissions_sorts_naturally_and_skips_hidden_files(tmp_path: Path) -> None:
     for name in ("s10.ipynb", "s2.ipynb", ".DS_Store", "notes.txt"):
         (tmp_path / name).write_text("x")
-    (tmp_path / "folder").mkdir()
-    found = [p.name for p in grade.find_submissions(tmp_path)]
-    assert found == ["notes.txt", "s2.ipynb", "s10.ipynb"]
+    (tmp_path / "late").mkdir()
+    (tmp_path / "late" / "s1.ipynb").write_text("x")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("x")
+    (tmp_path / os.fsdecode(b"caf\xe9.ipynb")).write_text("x")
+    found, skipped = grade.find_submissions(tmp_path)
+    names = [grade.display_name(p, tmp_path) for p in found]
+    assert names == ["caf\\xe9.ipynb", "late/s1.ipynb", "notes.txt", "s2.ipynb", "s10.ipynb"]
+    assert [grade.display_name(p, tmp_path) for p in skipped] == [".DS_Store", ".git"]
     with pytest.raises(NotADirectoryError, match="not a folder"):
         grade.find_submissions(tmp_path / "s2.ipynb")
 
@@ -372,6 +383,16 @@ def test_write_csv_has_a_column_per_question(tmp_path: Path) -> None:
         'a.ipynb,graded,2,0.3333,2.3333,3.5,"q2, check 1: wrong"',
         "b.txt,unreadable,0,0,0,3.5,empty file (0 bytes)",
     ]
+
+
+def test_write_csv_caps_scores_and_replaces_the_file_at_once(tmp_path: Path) -> None:
+    questions = [grade.Question("q1", 2.0), grade.Question("q2", 1.0)]
+    rows = [grade.Row("greedy.ipynb", "graded", {"q1": 400.0, "q2": -3.0}, ["x"])]
+    out = tmp_path / "grades.csv"
+    out.write_text("an older CSV")
+    grade.write_csv(questions, rows, out)
+    assert out.read_text().splitlines()[1] == "greedy.ipynb,graded,2,0,2,3,x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv"], "no temporary file"
 
 
 def test_build_is_skipped_only_when_up_to_date(tmp_path: Path) -> None:
@@ -417,3 +438,9 @@ def test_lab_ready_keeps_the_check_all_sentence(tmp_path: Path) -> None:
     build.lab_ready(path)  # idempotent
     cell = nbformat.read(path, as_version=4).cells[0]
     assert cell.source == "***\n\nTo double-check your work, run this."
+
+
+def test_book_page_does_not_point_students_at_solutions() -> None:
+    page = (ROOT / "assignments.md").read_text(encoding="utf-8").lower()
+    assert "assignments/source" not in page and "autograder/" not in page
+    assert "solution" not in page
