@@ -20,7 +20,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book test notebooks lab bench lint clean assignments grade system-deps browser-test
+.PHONY: help venv book test notebooks lab bench lint clean assignments grade system-deps browser-test experiments
 
 help:
 	@echo "make book       build the HTML book into _build/html (creates .venv)"
@@ -28,6 +28,7 @@ help:
 	@echo "make notebooks  re-execute every chapter notebook in place"
 	@echo "make lab        open JupyterLab on the course environment"
 	@echo "make bench      run the benchmarks"
+	@echo "make experiments  re-run chapter 5's experiment into results/ch5_experiment.json"
 	@echo "make browser-test  open the built book (and the notebooks in JupyterLab) in headless Chromium"
 	@echo "make system-deps   install the Debian packages the tests need (chromium, bubblewrap)"
 	@echo "make assignments  build the student and autograder versions of the assignments"
@@ -63,6 +64,11 @@ notebooks: $(STAMP)
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab chapters/
+
+# Chapter 5's designed experiment (two worker processes, a progress bar); the
+# chapter reads the committed results file, tests/test_experiment_results.py re-runs a few cells.
+experiments: $(STAMP)
+	$(BIN)/python -m posenc.experiment --out results/ch5_experiment.json --processes 2
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python "$$b"; done
