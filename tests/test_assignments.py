@@ -155,25 +155,10 @@ def executed(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
         notebook.write_bytes(student_path(built, name).read_bytes())
         stub = folder / "stub"
         stub.mkdir()
-        command = [
-            sys.executable,
-            "-m",
-            "nbconvert",
-            "--to",
-            "notebook",
-            "--execute",
-            "--inplace",
-            "--ExecutePreprocessor.timeout=120",
-            notebook.name,
-        ]
-        done = subprocess.run(
-            command,
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            check=False,
-            env=grade.child_environment(stub),
-        )
+        command = [sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute",
+                   "--inplace", "--ExecutePreprocessor.timeout=120", notebook.name]
+        done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False,
+                              env=grade.child_environment(stub))
         return name, done
 
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -188,17 +173,13 @@ def test_student_notebook_reports_unanswered_questions(
     executed: dict[str, Path], built: Path, name: str
 ) -> None:
     nb = nbformat.read(executed[name], as_version=4)
-    errors = [
-        o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
-    ]
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if o.output_type == "error"]
     assert not errors
     questions = [q.name for q in grade.read_questions(grade.find_autograder(name, built))]
     for question in questions:
-        cells = [
-            c
-            for c in nb.cells
-            if c.cell_type == "code" and c.source.strip() == f'grader.check("{question}")'
-        ]
+        cells = [c for c in nb.cells if c.cell_type == "code"
+                 and c.source.strip() == f'grader.check("{question}")']
         assert len(cells) == 1, f"one check cell for {question}"
         text = "".join(o.get("data", {}).get("text/plain", "") for o in cells[0].outputs)
         assert f"{question} results:" in text
@@ -215,89 +196,48 @@ EXPECTED = {
     "empty.ipynb": ("unreadable", [0, 0, 0, 0], ["empty file (0 bytes)"]),
     "good.ipynb": ("graded", [2, 3, 3, 2], ["all checks passed"]),
     "kills_kernel.ipynb": ("error", [0, 0, 0, 0], ["the grader failed: DeadKernelError"]),
-    "loops.ipynb": (
-        "graded",
-        [2, 1, 0, 2],
-        [
-            "q2, check 2: CellTimeout: this cell ran longer than 5 s",
-            "q3, check 1: AssertionError: Define a function named `rotation_split`",
-            "raised CellTimeout",
-        ],
-    ),
-    "nan.ipynb": (
-        "graded",
-        [2, 1, 2, 2],
-        [
-            "q2, check 2: AssertionError: The values contain NaN or infinity",
-            "q3, hidden check 3",
-        ],
-    ),
+    "loops.ipynb": ("graded", [2, 1, 0, 2], [
+        "q2, check 2: CellTimeout: this cell ran longer than 5 s",
+        "q3, check 1: AssertionError: Define a function named `rotation_split`",
+        "raised CellTimeout",
+    ]),
+    "nan.ipynb": ("graded", [2, 1, 2, 2], [
+        "q2, check 2: AssertionError: The values contain NaN or infinity",
+        "q3, hidden check 3",
+    ]),
     "not_a_notebook.ipynb": ("unreadable", [0, 0, 0, 0], ["not a Jupyter notebook (not valid"]),
     "other_assignment.ipynb": ("wrong assignment", [0, 0, 0, 0], ["assignment '01_motivation'"]),
-    "partial.ipynb": (
-        "graded",
-        [2, 2, 1, 4 / 3],
-        [
-            "q2, hidden check 3",
-            "q3, check 1: AssertionError: M(3) @ PE(k) is not PE(k + 3)",
-            "q4, check 2: AssertionError: Compare distances[10, 15]",
-        ],
-    ),
-    "raises.ipynb": (
-        "graded",
-        [0, 3, 3, 2],
-        [
-            "q1, check 1: AssertionError: Set `lambda_min` to a number",
-            "raised NameError: name 'wavelenght' is not defined",
-        ],
-    ),
+    "partial.ipynb": ("graded", [2, 2, 1, 4 / 3], [
+        "q2, hidden check 3",
+        "q3, check 1: AssertionError: M(3) @ PE(k) is not PE(k + 3)",
+        "q4, check 2: AssertionError: Compare distances[10, 15]",
+    ]),
+    "raises.ipynb": ("graded", [0, 3, 3, 2], [
+        "q1, check 1: AssertionError: Set `lambda_min` to a number",
+        "raised NameError: name 'wavelenght' is not defined",
+    ]),
     "report.pdf": ("unreadable", [0, 0, 0, 0], ["not a Jupyter notebook (a PDF file)"]),
-    "wrong_names_shapes_types.ipynb": (
-        "graded",
-        [1, 0, 0, 2 / 3],
-        [
-            "q1, check 2: AssertionError: Set `columns_longer_than_1000` to a whole number",
-            "q2, check 1: AssertionError: Define a function named `row_norm_squared`",
-            "q3, check 1: AssertionError: Define a function named `rotation_split`",
-            "q4, check 1: AssertionError: For 40 offsets expect shape (40,), got ()",
-        ],
-    ),
+    "wrong_names_shapes_types.ipynb": ("graded", [1, 0, 0, 2 / 3], [
+        "q1, check 2: AssertionError: Set `columns_longer_than_1000` to a whole number",
+        "q2, check 1: AssertionError: Define a function named `row_norm_squared`",
+        "q3, check 1: AssertionError: Define a function named `rotation_split`",
+        "q4, check 1: AssertionError: For 40 offsets expect shape (40,), got ()",
+    ]),
 }
 
 
 def test_grading_the_fixture_folder(built: Path, tmp_path: Path) -> None:
     """The grading command gives every file of the folder a row with the designed scores."""
     out = tmp_path / "grades.csv"
-    command = [
-        sys.executable,
-        str(ASSIGNMENTS / "grade.py"),
-        str(FIXTURES),
-        "--assignment",
-        "02_mathematics",
-        "--dist",
-        str(built),
-        "--out",
-        str(out),
-        "--cell-timeout",
-        str(CELL_TIMEOUT),
-        "--jobs",
-        "2",
-    ]
+    command = [sys.executable, str(ASSIGNMENTS / "grade.py"), str(FIXTURES),
+               "--assignment", "02_mathematics", "--dist", str(built), "--out", str(out),
+               "--cell-timeout", str(CELL_TIMEOUT), "--jobs", "2"]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     with open(out, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == [
-        "submission",
-        "status",
-        "q1",
-        "q2",
-        "q3",
-        "q4",
-        "total",
-        "possible",
-        "reason",
-    ]
+    assert list(rows[0]) == ["submission", "status", "q1", "q2", "q3", "q4", "total", "possible",
+                             "reason"]
     assert sorted(r["submission"] for r in rows) == sorted(p.name for p in FIXTURES.iterdir())
     assert set(EXPECTED) == {r["submission"] for r in rows}
     for row in rows:
@@ -338,15 +278,8 @@ def test_a_submission_that_never_ends_is_stopped_with_its_kernel(
 
     kernels_seen = []
     with ThreadPoolExecutor(max_workers=1) as pool:
-        future = pool.submit(
-            grade.grade_one,
-            submission,
-            "02_mathematics",
-            autograder,
-            questions,
-            timeout=15,
-            cell_timeout=2,
-        )
+        future = pool.submit(grade.grade_one, submission, "02_mathematics", autograder,
+                             questions, timeout=15, cell_timeout=2)
         while not future.done():
             kernels_seen += [c for c in grading_processes() if "ipykernel" in c]
             time.sleep(0.5)
@@ -383,13 +316,11 @@ def test_prepare_rejects_what_is_not_a_notebook(
 
 
 def test_prepare_rejects_another_assignment_and_accepts_missing_metadata(tmp_path: Path) -> None:
-    nb = nbformat.v4.new_notebook(
-        cells=[
-            nbformat.v4.new_markdown_cell("text"),
-            nbformat.v4.new_code_cell("x = 1"),
-            nbformat.v4.new_code_cell("y = 2"),
-        ]
-    )
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("text"),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("y = 2"),
+    ])
     nb.metadata["kernelspec"] = {"name": "some-other-kernel", "display_name": "?"}
     path = tmp_path / "submission.ipynb"
     nbformat.write(nb, path)
@@ -409,16 +340,13 @@ def test_prepare_rejects_another_assignment_and_accepts_missing_metadata(tmp_pat
     nb.metadata["otter"] = {"assignment_name": "01_motivation"}
     nbformat.write(nb, path)
     assert grade.prepare(path, "02_mathematics", 10)[2] == (
-        "wrong assignment",
-        "this notebook is assignment '01_motivation'",
+        "wrong assignment", "this notebook is assignment '01_motivation'"
     )
 
 
 def test_failure_message_keeps_the_exception_line() -> None:
-    message = (
-        "❌ Test case failed\nError at line 12 in test q2:\n      assert ok, 'msg'\n"
-        "AssertionError: The values contain NaN."
-    )
+    message = ("❌ Test case failed\nError at line 12 in test q2:\n      assert ok, 'msg'\n"
+               "AssertionError: The values contain NaN.")
     assert grade._failure_message(message) == "AssertionError: The values contain NaN."
     assert grade._failure_message(None) == "failed"
 
@@ -435,10 +363,8 @@ def test_find_submissions_sorts_naturally_and_skips_hidden_files(tmp_path: Path)
 
 def test_write_csv_has_a_column_per_question(tmp_path: Path) -> None:
     questions = [grade.Question("q1", 2.0), grade.Question("q2", 1.5)]
-    rows = [
-        grade.Row("a.ipynb", "graded", {"q1": 2.0, "q2": 1 / 3}, ["q2, check 1: wrong"]),
-        grade.Row("b.txt", "unreadable", {"q1": 0.0, "q2": 0.0}, ["empty file (0 bytes)"]),
-    ]
+    rows = [grade.Row("a.ipynb", "graded", {"q1": 2.0, "q2": 1 / 3}, ["q2, check 1: wrong"]),
+            grade.Row("b.txt", "unreadable", {"q1": 0.0, "q2": 0.0}, ["empty file (0 bytes)"])]
     out = tmp_path / "grades.csv"
     grade.write_csv(questions, rows, out)
     assert out.read_text().splitlines() == [
