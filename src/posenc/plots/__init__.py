@@ -24,8 +24,11 @@ from .encoding import (
 )
 from .experiment import (
     accuracy_figure,
+    budget_figure,
+    comparison_figure,
     cosine_figure,
     learning_curve_figure,
+    power_figure,
     readout_figure,
     score_term_figure,
 )
@@ -58,6 +61,8 @@ __all__ = [
     "SimilarityView",
     "accuracy_figure",
     "binary_sinusoidal_figure",
+    "budget_figure",
+    "comparison_figure",
     "cosine_distance_offset_figure",
     "cosine_figure",
     "decoding_figure",
@@ -80,6 +85,7 @@ __all__ = [
     "plot_spacings",
     "plot_wavelengths",
     "pooled_vectors",
+    "power_figure",
     "property_grid",
     "readout_figure",
     "score_term_figure",
