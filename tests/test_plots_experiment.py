@@ -144,7 +144,7 @@ def test_budget_figure_draws_points():
     fig = plots.budget_figure({"a": (steps, curve)}, 0.03)
     ax = fig.axes[0]
     assert labelled(ax) and "updates" in ax.get_xlabel()
-    line = [ln for ln in ax.get_lines() if ln.get_label() == "a"][0]
+    line = next(ln for ln in ax.get_lines() if ln.get_label() == "a")
     np.testing.assert_allclose(line.get_ydata(), [0, 5, 2])
     with pytest.raises(ValueError, match=r"curves\['a'\] must have shape"):
         plots.budget_figure({"a": (steps, curve[:, :2])}, 0.03)
