@@ -699,3 +699,30 @@ def test_run_cell_chooses_the_rate_on_validation_and_is_deterministic():
     assert np.array(cell["test_accuracy"]).shape == (4, 3) and cell["steps"] == [0, 10, 20, 30]
     assert cell["n_parameters"] != cell["reference_parameters"] or cell["d_token"] == 8
     assert run_cell(design, job) == cell
+
+
+def test_mean_ablation_keeps_the_average_of_the_dropped_terms():
+    model = AttentionClassifier(6, 6, 6, d_token=4, position="learned", seeds=(0, 1))
+    rng = np.random.default_rng(4)
+    tokens = np.array([rng.permutation(6) for _ in range(50)])
+    labels = tokens[:, 2]
+    full = model.accuracy(tokens, labels)
+    for ablation in ("zero", "mean"):
+        np.testing.assert_array_equal(
+            accuracy_with_terms(model, tokens, labels, SCORE_TERMS, ablation=ablation), full
+        )
+    # By hand: the cross terms replaced by their mean over the sequences.
+    terms = model_score_terms(model, tokens)
+    scores = terms[0] + terms[3] + (terms[1] + terms[2]).mean(axis=1, keepdims=True)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    values = model.attention_input(tokens) @ model.params["w_v"][:, None]
+    logits = (weights @ values).mean(-2) @ model.params["w_out"] + model.params["b_out"][:, None]
+    expected = (logits.argmax(-1) == labels).mean(-1)
+    got = accuracy_with_terms(model, tokens, labels, ("token-token", "position-position"), "mean")
+    np.testing.assert_array_equal(got, expected)
+    with pytest.raises(ValueError, match="ablation must be one of"):
+        accuracy_with_terms(model, tokens, labels, SCORE_TERMS, ablation="half")
+    deep = AttentionClassifier(6, 6, 6, d_token=4, position="learned", n_layers=2)
+    with pytest.raises(ValueError, match="model must have one layer"):
+        accuracy_with_terms(deep, tokens, labels, SCORE_TERMS)

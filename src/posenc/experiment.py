@@ -371,15 +371,26 @@ def model_score_terms(model: AttentionClassifier, tokens: Any) -> np.ndarray:
 
 
 def accuracy_with_terms(
-    model: AttentionClassifier, tokens: Any, labels: Any, keep: Sequence[str]
+    model: AttentionClassifier,
+    tokens: Any,
+    labels: Any,
+    keep: Sequence[str],
+    ablation: str = "zero",
 ) -> np.ndarray:
     """Accuracy of every copy when the attention scores keep only the terms in ``keep``.
 
     An ablation at inference time: the score matrix is rebuilt from the
-    chosen terms of :func:`model_score_terms` (the others are set to zero),
-    and the rest of the forward pass (values, mean pooling, read-out) is the
-    model's own. Nothing is retrained. With all four terms kept the result is
-    :meth:`~posenc.model.AttentionClassifier.accuracy`.
+    chosen terms of :func:`model_score_terms`, and the rest of the forward
+    pass (values, mean pooling, read-out) is the model's own. Nothing is
+    retrained. With all four terms kept the result is
+    :meth:`~posenc.model.AttentionClassifier.accuracy`. A dropped term is
+
+    * ``ablation="zero"``: set to zero, which removes both what it says
+      about the tokens and its average over the sequences (for a cross
+      term, a bias that depends on the query and key positions only);
+    * ``ablation="mean"``: replaced by its mean over the sequences of the
+      batch, for every query and key position (and every copy), which
+      removes only what varies with the tokens.
 
     Parameters
     ----------
@@ -391,6 +402,8 @@ def accuracy_with_terms(
         Shape ``(batch,)``, or ``(n_models, batch)``, matching ``tokens``.
     keep : sequence of str
         Names from :data:`SCORE_TERMS`, at least one, each at most once.
+    ablation : {"zero", "mean"}
+        What a dropped term becomes.
 
     Returns
     -------
@@ -414,10 +427,17 @@ def accuracy_with_terms(
         raise ValueError(
             f"keep must name at least one of {SCORE_TERMS}, each at most once, got {keep}"
         )
+    ablation = check_choice("ablation", ablation, ("zero", "mean"))
+    if model.n_layers != 1:
+        raise ValueError(f"model must have one layer for this ablation, got {model.n_layers}")
     terms = model_score_terms(model, tokens)  # checks model and tokens
     tokens = model._check_tokens(tokens)
     labels = model._check_labels(labels, tokens)
     scores = terms[[SCORE_TERMS.index(name) for name in keep]].sum(axis=0)
+    if ablation == "mean":
+        dropped = [SCORE_TERMS.index(name) for name in SCORE_TERMS if name not in keep]
+        if dropped:
+            scores = scores + terms[dropped].sum(axis=0).mean(axis=1, keepdims=True)
     weights = _softmax_last(scores)  # (n, batch, L, L), the model's own softmax
     values = model.attention_input(tokens) @ model.params["w_v"][:, None]
     pooled = (weights @ values).mean(axis=-2)  # (n, batch, d_v)
