@@ -28,7 +28,7 @@ help:
 	@echo "make notebooks  re-execute every chapter notebook in place"
 	@echo "make lab        open JupyterLab on the course environment"
 	@echo "make bench      run the benchmarks"
-	@echo "make experiments  re-run chapter 5's experiment into results/ch5_experiment.json"
+	@echo "make experiments  re-run chapter 5's experiment into results/ch5_*.json"
 	@echo "make browser-test  open the built book (and the notebooks in JupyterLab) in headless Chromium"
 	@echo "make system-deps   install the Debian packages the tests need (chromium, bubblewrap)"
 	@echo "make assignments  build the student and autograder versions of the assignments"
@@ -69,6 +69,7 @@ lab: $(STAMP)
 # chapter reads the committed results file, tests/test_experiment_results.py re-runs a few cells.
 experiments: $(STAMP)
 	$(BIN)/python -m posenc.experiment --out results/ch5_experiment.json --processes 2
+	$(BIN)/python -m posenc.experiment --readout results/ch5_readout.json
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python "$$b"; done

@@ -581,6 +581,7 @@ def test_power_agrees_with_a_simulation():
     # Binomial standard error of 4000 draws is below 0.008; allow four of them.
     assert abs(power_two_sample(delta, sd, n) - simulated) < 0.032
     assert power_two_sample(0.0, 1.0, 10) == pytest.approx(0.05, abs=1e-9)
+    assert power_two_sample(0.3, 0.05, 5) == pytest.approx(1.0)  # far out: no NaN
     n_needed = seeds_for_power(delta, sd)
     assert power_two_sample(delta, sd, n_needed) >= 0.8 > power_two_sample(delta, sd, n_needed - 1)
 

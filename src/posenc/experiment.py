@@ -75,15 +75,18 @@ __all__ = [
     "compare_design",
     "design_task",
     "difference_interval",
+    "format_cells",
     "format_comparisons",
     "format_summary",
     "holm",
     "learning_curves",
+    "load_results",
     "mean_confidence_interval",
     "model_score_terms",
     "parameter_count",
     "power_two_sample",
     "readout_accuracy",
+    "readout_draws",
     "run_cell",
     "run_design",
     "run_experiment",
@@ -1013,10 +1016,8 @@ class Design:
         (32, 16, 1),
         (32, 32, 1),
         (64, 16, 1),
-        (64, 32, 1),
         (8, 16, 2),
         (32, 16, 2),
-        (64, 16, 2),
     )
     models: tuple[tuple[str, str], ...] = DESIGN_MODELS
     task: str = "absolute"
@@ -1024,10 +1025,10 @@ class Design:
     n_validation: int = 500
     n_test: int = 500
     seeds: int = 20
-    steps: int = 600
+    steps: int = 300
     batch_size: int = 16
-    eval_every: int = 100
-    learning_rates: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1)
+    eval_every: int = 50
+    learning_rates: tuple[float, ...] = (0.003, 0.01, 0.03)
     sweep_seeds: int = 2
     margin: float = 0.03
     alpha: float = 0.05
@@ -1215,12 +1216,15 @@ def run_design(
     jobs: Sequence[tuple[int, int, int, str, str]] | None = None,
     processes: int = 1,
     progress: bool = True,
+    cache: str | None = None,
 ) -> dict[str, Any]:
     """Run every cell of ``design`` (or only ``jobs``), in ``processes`` worker processes.
 
     Each cell is independent of every other and of the order in which they
     run, so the result does not depend on ``processes``. A progress bar goes
-    to standard error.
+    to standard error. With ``cache`` (a folder), every finished cell is also
+    written there, and cells already there (for the same design) are read
+    instead of trained, so an interrupted run resumes.
 
     Returns
     -------
@@ -1240,25 +1244,92 @@ def run_design(
     order = sorted(range(len(todo)), key=lambda i: -(todo[i][0] ** 2) * todo[i][2] * todo[i][1])
     started = time.perf_counter()
     cells: list[dict[str, Any] | None] = [None] * len(todo)
+    folder = None
+    if cache is not None:
+        import hashlib
+        import json
+        from pathlib import Path
+
+        key = hashlib.sha256(json.dumps(design.as_dict(), sort_keys=True).encode()).hexdigest()
+        folder = Path(cache) / key[:16]
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def cached(i: int) -> Any:
+        return None if folder is None else folder / ("_".join(map(str, todo[i])) + ".json")
+
+    def keep(i: int, cell: dict[str, Any]) -> None:
+        cells[i] = cell
+        if folder is not None:
+            cached(i).write_text(json.dumps(cell))
+
+    for i in order:
+        if folder is not None and cached(i).is_file():
+            cells[i] = json.loads(cached(i).read_text())
+    order = [i for i in order if cells[i] is None]
+    done = len(todo) - len(order)
     if progress:
-        _progress(0, len(todo), started, sys.stderr)
+        _progress(done, len(todo), started, sys.stderr)
     if processes == 1:
-        for n, i in enumerate(order, 1):
-            cells[i] = run_cell(design, todo[i])
+        for n, i in enumerate(order, done + 1):
+            keep(i, run_cell(design, todo[i]))
             if progress:
                 _progress(n, len(todo), started, sys.stderr)
-    else:
+    elif order:
         import multiprocessing
 
         with multiprocessing.get_context("spawn").Pool(processes) as pool:
             pending = {i: pool.apply_async(run_cell, (design, todo[i])) for i in order}
-            for n, i in enumerate(order, 1):
-                cells[i] = pending[i].get()
+            for n, i in enumerate(order, done + 1):
+                keep(i, pending[i].get())
                 if progress:
                     _progress(n, len(todo), started, sys.stderr)
     if progress:
         sys.stderr.write("\n")
     return {"design": design.as_dict(), "cells": cells}
+
+
+#: The grids of :func:`readout_draws`: widths (at two token scales) and
+#: token-to-code length ratios at ``d = 64``.
+READOUT_WIDTHS = (8, 16, 32, 64, 96, 128)
+READOUT_RATIOS = tuple(2.0**k for k in range(-4, 5))
+
+
+def readout_draws(
+    n_draws: int = 20,
+    *,
+    d_values: Sequence[int] = READOUT_WIDTHS,
+    ratios: Sequence[float] = READOUT_RATIOS,
+    d_fixed: int = 64,
+) -> dict[str, Any]:
+    """:func:`readout_accuracy` over ``n_draws`` random token tables (seeds ``0 ..``).
+
+    Returns
+    -------
+    dict
+        JSON-ready: the grids, and the token and position recovery of every
+        draw, ``"by_width"`` ``{"x1" | "x sqrt(d)": (n_d, n_draws, 2)}`` and
+        ``"by_ratio"`` ``(n_ratios, n_draws, 2)``.
+    """
+    n_draws = check_integer("n_draws", n_draws, minimum=1)
+    code_length = math.sqrt(d_fixed / 2)
+    by_width = {
+        name: [
+            [readout_accuracy(d, scale=factor(d), seed=s) for s in range(n_draws)] for d in d_values
+        ]
+        for name, factor in (("x1", lambda d: 1.0), ("x sqrt(d)", math.sqrt))
+    }
+    by_ratio = [
+        [readout_accuracy(d_fixed, scale=r * code_length, seed=s) for s in range(n_draws)]
+        for r in ratios
+    ]
+    return {
+        "n_draws": n_draws,
+        "d_values": list(d_values),
+        "ratios": list(ratios),
+        "d_fixed": d_fixed,
+        "by_width": by_width,
+        "by_ratio": by_ratio,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -1273,9 +1344,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--out", default="results/ch5_experiment.json")
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--readout", help="write readout_draws() to this file instead")
+    parser.add_argument("--cache", help="folder for finished cells (an interrupted run resumes)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    result = run_design(Design(), processes=args.processes)
+    if args.readout:
+        draws = readout_draws()
+        draws["elapsed_seconds"] = round(time.perf_counter() - started, 1)
+        Path(args.readout).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.readout).write_text(json.dumps(draws) + "\n")
+        print(f"wrote {args.readout} in {draws['elapsed_seconds'] / 60:.1f} min")
+        return
+    result = run_design(Design(), processes=args.processes, cache=args.cache)
     result["run"] = {
         "elapsed_seconds": round(time.perf_counter() - started, 1),
         "processes": args.processes,
@@ -1413,7 +1493,14 @@ def power_two_sample(delta: float, sd: float, n: int, alpha: float = 0.05) -> fl
     dof = 2 * n - 2
     critical = stats.t.ppf(1 - alpha / 2, dof)
     shift = delta / (sd * math.sqrt(2 / n))
-    return float(stats.nct.sf(critical, dof, shift) + stats.nct.cdf(-critical, dof, shift))
+    upper = float(stats.nct.sf(critical, dof, shift))
+    lower = float(stats.nct.cdf(-critical, dof, shift))
+    # SciPy's non-central t returns NaN far out in a tail; there the tail is 0 (or 1).
+    if not math.isfinite(upper):
+        upper = 1.0 if shift > critical else 0.0
+    if not math.isfinite(lower):
+        lower = 0.0
+    return min(1.0, upper + lower)
 
 
 def seeds_for_power(
@@ -1594,5 +1681,58 @@ def format_comparisons(comparisons: Sequence[Comparison]) -> str:
             f"{c.regime:<24}{c.code:<11}{100 * c.difference:+10.1f}  "
             f"[{100 * c.low:+6.1f}, {100 * c.high:+6.1f}]  {c.p_holm:7.3f}  "
             f"{c.p_tost_holm:9.3f}  {c.verdict}{flag}"
+        )
+    return "\n".join(lines)
+
+
+def load_results(name: str = "ch5_experiment.json") -> dict[str, Any]:
+    """Read a results file from ``results/`` in the working directory or the nearest parent.
+
+    Examples
+    --------
+    >>> load_results("no_such_file.json")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: results/no_such_file.json not found here or in any parent; ...
+    """
+    import json
+    from pathlib import Path
+
+    for folder in (Path.cwd(), *Path.cwd().parents):
+        path = folder / "results" / name
+        if path.is_file():
+            return json.loads(path.read_text())
+    raise FileNotFoundError(
+        f"results/{name} not found here or in any parent; run `make experiments`"
+    )
+
+
+def format_cells(results: dict[str, Any], confidence: float = 0.95) -> str:
+    """Every cell of a results file as a text table: rate, parameters, accuracy, steps-to-threshold.
+
+    Accuracy in percent: the mean over seeds with its Student-t interval
+    (cut to [0, 100]) and the worst seed; steps-to-threshold as the median
+    over seeds (">budget" when more than half never reach it).
+    """
+    design = Design.from_dict(results["design"])
+    reach_label = f"to {100 * design.threshold:.0f}%"
+    lines = [
+        f"{'regime':<22}{'model':<37}{'rate':>6}{'params':>7}{'gap':>7}"
+        f"{'mean %':>8}{'95% interval':>16}{'worst':>7}{reach_label:>8}"
+    ]
+    for c in results["cells"]:
+        acc = np.asarray(c["test_accuracy"][-1], dtype=float)
+        mean, low, high = mean_confidence_interval(acc, confidence)
+        low, high = max(low, 0.0), min(high, 1.0)
+        reach = np.array([np.inf if s is None else s for s in c["steps_to_threshold"]])
+        median = np.median(reach)
+        to = f">{design.steps}" if not np.isfinite(median) else f"{median:.0f}"
+        gap = c["n_parameters"] / c["reference_parameters"] - 1
+        layers = "1 layer" if c["n_layers"] == 1 else "2 layers"
+        lines.append(
+            f"{'L=' + str(c['length']) + ', d=' + str(c['d_model']) + ', ' + layers:<22}"
+            f"{c['label']:<37}{c['learning_rate']:>6g}{c['n_parameters']:>7}"
+            f"{100 * gap:>+6.1f}%{100 * mean:>8.1f}   [{100 * low:5.1f}, {100 * high:5.1f}]"
+            f"{100 * acc.min():>7.1f}{to:>8}"
         )
     return "\n".join(lines)
