@@ -59,6 +59,7 @@ from .validation import check_array, check_choice, check_integer, check_real
 __all__ = [
     "CONFIGURATIONS",
     "DESIGN_MODELS",
+    "LONG_BUDGET",
     "MATCHINGS",
     "SCORE_TERMS",
     "VARIANTS",
@@ -1332,6 +1333,17 @@ def readout_draws(
     }
 
 
+#: The follow-up of the main design: the regime with the largest difference
+#: in a first look (long sequences, narrow model, sinusoidal codes), trained
+#: four times as long, to see whether the difference survives more training.
+LONG_BUDGET = Design(
+    regimes=((64, 16, 1),),
+    models=(("sinusoidal-add", "width"), ("sinusoidal-concat", "parameters")),
+    steps=1200,
+    eval_every=100,
+)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line of ``make experiments``: run the design, write the results file."""
     import argparse
@@ -1346,6 +1358,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--readout", help="write readout_draws() to this file instead")
     parser.add_argument("--cache", help="folder for finished cells (an interrupted run resumes)")
+    parser.add_argument("--long-budget", action="store_true", help="run LONG_BUDGET instead")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     if args.readout:
@@ -1355,7 +1368,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         Path(args.readout).write_text(json.dumps(draws) + "\n")
         print(f"wrote {args.readout} in {draws['elapsed_seconds'] / 60:.1f} min")
         return
-    result = run_design(Design(), processes=args.processes, cache=args.cache)
+    design = LONG_BUDGET if args.long_budget else Design()
+    result = run_design(design, processes=args.processes, cache=args.cache)
     result["run"] = {
         "elapsed_seconds": round(time.perf_counter() - started, 1),
         "processes": args.processes,
@@ -1690,7 +1704,7 @@ def load_results(name: str = "ch5_experiment.json") -> dict[str, Any]:
 
     Examples
     --------
-    >>> load_results("no_such_file.json")
+    >>> load_results("no_such_file.json")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     FileNotFoundError: results/no_such_file.json not found here or in any parent; ...
