@@ -30,8 +30,10 @@ Several independent copies of the model (one per seed) are held side by
 side along a leading axis and trained together: each copy has its own
 initialisation, its own mini-batches and its own optimiser state, and the
 copies never exchange anything. Stacking them only lets one NumPy call do
-the work of several, so five stacked seeds train faster than five separate
-models (``benchmarks/bench_model.py`` measures by how much). Copy ``m`` of a
+the work of several: on short sequences five stacked seeds train faster
+than five separate models, while on long ones (32 positions and more) the
+stacked arrays outgrow the processor's caches and separate models are
+faster (``benchmarks/bench_model.py`` measures both). Copy ``m`` of a
 stack gives the same numbers, up to rounding, as a model built with that
 seed alone.
 
