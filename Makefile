@@ -69,6 +69,7 @@ lab: $(STAMP)
 # chapter reads the committed results file, tests/test_experiment_results.py re-runs a few cells.
 experiments: $(STAMP)
 	$(BIN)/python -m posenc.experiment --out results/ch5_experiment.json --processes 2
+	$(BIN)/python -m posenc.experiment --long-budget --out results/ch5_long_budget.json --processes 2
 	$(BIN)/python -m posenc.experiment --readout results/ch5_readout.json
 
 bench: $(STAMP)
