@@ -361,9 +361,11 @@ def comparison_figure(comparisons: Sequence[Comparison], margin: float) -> Figur
         ax.set_yticks(range(len(regimes)), regimes[::-1])
         ax.set_xlabel("concatenated minus added (accuracy points)")
         ax.set_title(f"{code} codes")
-        ax.legend(frameon=False, fontsize="small", loc="lower right")
     axes[0, 0].set_ylabel("regime (length, width, layers)")
-    fig.suptitle("Difference of mean test accuracy, 95% Welch interval (hollow: at the ceiling)")
+    fig.suptitle(
+        "Difference of mean test accuracy, 95% Welch interval; grey: equivalence margin "
+        f"±{100 * margin:g} points; hollow: at the ceiling"
+    )
     return detached(fig)
 
 
