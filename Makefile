@@ -20,7 +20,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: help venv book test test-units test-cpus notebooks lab bench lint clean assignments grade system-deps browser-test
+.PHONY: help venv book test test-units test-cpus notebooks lab bench lint clean assignments grade system-deps browser-test experiments
 
 help:
 	@echo "make book       build the HTML book into _build/html (creates .venv)"
@@ -28,6 +28,7 @@ help:
 	@echo "make notebooks  re-execute every chapter notebook in place"
 	@echo "make lab        open JupyterLab on the course environment"
 	@echo "make bench      run the benchmarks"
+	@echo "make experiments  re-run chapter 5's experiment into results/ch5_*.json"
 	@echo "make browser-test  open the built book (and the notebooks in JupyterLab) in headless Chromium"
 	@echo "make system-deps   install the Debian packages the tests need (chromium, bubblewrap)"
 	@echo "make assignments  build the student and autograder versions of the assignments"
@@ -102,6 +103,13 @@ lab: $(STAMP)
 	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
 		$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters \
 		$(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+# Chapter 5's designed experiment (two worker processes, a progress bar); the
+# chapter reads the committed results file, tests/test_experiment_results.py re-runs a few cells.
+experiments: $(STAMP)
+	$(BIN)/python -m posenc.experiment --out results/ch5_experiment.json --processes 2
+	$(BIN)/python -m posenc.experiment --long-budget --out results/ch5_long_budget.json --processes 2
+	$(BIN)/python -m posenc.experiment --readout results/ch5_readout.json
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python "$$b"; done

@@ -8,7 +8,11 @@ Prints
     copies divided by the time of one copy alone;
 (c) the time of one test-set evaluation (500 sequences, five copies) with
     BLAS free to use every thread divided by the time with one thread, the
-    setting :func:`posenc.model.train` uses.
+    setting :func:`posenc.model.train` uses;
+(d) training throughput in model-updates per second (one update of one
+    copy on a mini-batch of 16, as in chapter 5's designed experiment) for
+    20 stacked copies and for 20 separate models, and their ratio, at
+    L = 8, 32 and 64 with one layer and at L = 32 with two layers.
 
 Targets: (a) at least 1.5; (b) at least 1.3 and at most 4 (five seeds for
 the price of a few); (c) no target: it says what threads would bring on this
@@ -85,6 +89,49 @@ def main() -> None:
     print(f"    five stacked / one copy:              {ratio_b1:5.2f}  (target <= 4)")
     print(f"(c) evaluation, all threads / one thread: {ratio_c:5.2f}  (no target)")
     print(f"    one step of five float32 copies:      {1e3 * best['float32'] / STEPS:5.2f} ms")
+    throughput()
+
+
+def throughput(n_copies: int = 20, batch: int = 16, steps: int = 5, rounds: int = 3) -> None:
+    """(d): model-updates per second, stacked and separate, at the sizes of the experiment."""
+    print("(d) model-updates per second (one copy, one mini-batch of 16):")
+    for length, layers in ((8, 1), (32, 1), (64, 1), (32, 2)):
+        rng = np.random.default_rng(0)
+        tokens = np.stack(
+            [[rng.permutation(length) for _ in range(batch)] for _ in range(n_copies)]
+        )
+        labels = tokens[:, :, 2]
+
+        def model(seeds, length=length, layers=layers):
+            return AttentionClassifier(
+                length,
+                length,
+                length,
+                d_token=16,
+                position="sinusoidal",
+                seeds=seeds,
+                n_layers=layers,
+                dtype="float32",
+            )
+
+        stacked, separate = model(range(n_copies)), [model(s) for s in range(n_copies)]
+        best = {"stacked": np.inf, "separate": np.inf}
+        for _ in range(rounds):
+            with threadpool_limits(limits=1, user_api="blas"):
+                start = time.perf_counter()
+                for _ in range(steps):
+                    stacked.loss_and_gradients(tokens, labels)
+                best["stacked"] = min(best["stacked"], time.perf_counter() - start)
+                start = time.perf_counter()
+                for _ in range(steps):
+                    for m, single in enumerate(separate):
+                        single.loss_and_gradients(tokens[m], labels[m])
+                best["separate"] = min(best["separate"], time.perf_counter() - start)
+        rate = {k: n_copies * steps / v for k, v in best.items()}
+        print(
+            f"    L={length:<3} {layers} layer(s): stacked {rate['stacked']:8.0f}/s, "
+            f"separate {rate['separate']:8.0f}/s, ratio {rate['stacked'] / rate['separate']:5.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -499,3 +499,231 @@ def test_runner_bad_input():
     with pytest.raises(TypeError, match="result must be an ExperimentResult"):
         summarise([])
     assert len(CONFIGURATIONS) == 7
+
+
+# --- the designed experiment: statistics ------------------------------------------------
+
+from scipy import stats as scipy_stats  # noqa: E402
+
+from posenc.experiment import (  # noqa: E402
+    Design,
+    budget_curve,
+    compare_design,
+    format_comparisons,
+    holm,
+    power_two_sample,
+    run_cell,
+    seeds_for_power,
+    steps_to_threshold,
+    tost,
+    welch_test,
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    a=st.lists(st.floats(0, 1), min_size=2, max_size=25),
+    b=st.lists(st.floats(0, 1), min_size=2, max_size=25),
+)
+def test_welch_test_matches_scipy(a, b):
+    a, b = np.array(a), np.array(b)
+    if a.var() + b.var() < 1e-6:
+        return  # the constant case is tested on its own
+    t, _, p = welch_test(a, b)
+    reference = scipy_stats.ttest_ind(a, b, equal_var=False)
+    assert t == pytest.approx(reference.statistic, rel=1e-9, abs=1e-12)
+    assert p == pytest.approx(reference.pvalue, rel=1e-9, abs=1e-12)
+
+
+def test_welch_test_constant_samples():
+    assert welch_test([1.0, 1.0], [1.0, 1.0])[2] == 1.0
+    assert welch_test([1.0, 1.0], [0.5, 0.5])[2] == 0.0
+
+
+def test_tost_is_the_larger_one_sided_p_and_matches_the_90_percent_interval():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(0.01, 0.02, 20), rng.normal(0.0, 0.02, 20)
+    p, low, high = tost(a, b, 0.03)
+    lower = scipy_stats.ttest_ind(a + 0.03, b, equal_var=False, alternative="greater").pvalue
+    upper = scipy_stats.ttest_ind(a - 0.03, b, equal_var=False, alternative="less").pvalue
+    assert p == pytest.approx(max(lower, upper), rel=1e-9)
+    # p < 0.05 exactly when the 90 % interval lies inside the margins.
+    for margin in (0.005, 0.01, 0.02, 0.03, 0.05):
+        p, low, high = tost(a, b, margin)
+        assert (p < 0.05) == (-margin < low and high < margin)
+    far = tost(a + 0.2, b, 0.03)[0]
+    assert far > 0.5
+    with pytest.raises(ValueError, match="margin must be a finite number > 0"):
+        tost(a, b, 0.0)
+
+
+def test_holm_against_brute_force():
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        p = rng.random(rng.integers(1, 9)) ** 3
+        m = p.size
+        order = np.argsort(p)
+        expected = np.empty(m)
+        for rank, i in enumerate(order):
+            expected[i] = min(1.0, max((m - r) * p[order[r]] for r in range(rank + 1)))
+        np.testing.assert_allclose(holm(p), expected)
+    with pytest.raises(ValueError, match=r"p_values must lie in \[0, 1\]"):
+        holm([0.5, 1.5])
+
+
+def test_power_agrees_with_a_simulation():
+    rng = np.random.default_rng(2)
+    delta, sd, n = 0.1, 0.15, 12
+    a = rng.normal(delta, sd, size=(4000, n))
+    b = rng.normal(0.0, sd, size=(4000, n))
+    rejected = scipy_stats.ttest_ind(a, b, axis=1).pvalue < 0.05
+    simulated = rejected.mean()
+    # Binomial standard error of 4000 draws is below 0.008; allow four of them.
+    assert abs(power_two_sample(delta, sd, n) - simulated) < 0.032
+    assert power_two_sample(0.0, 1.0, 10) == pytest.approx(0.05, abs=1e-9)
+    assert power_two_sample(0.3, 0.05, 5) == pytest.approx(1.0)  # far out: no NaN
+    n_needed = seeds_for_power(delta, sd)
+    assert power_two_sample(delta, sd, n_needed) >= 0.8 > power_two_sample(delta, sd, n_needed - 1)
+
+
+def test_steps_to_threshold():
+    steps = [0, 50, 100]
+    acc = [[0.0, 0.0, 0.9], [0.5, 0.1, 0.9], [0.6, 0.2, 0.9]]
+    np.testing.assert_array_equal(steps_to_threshold(steps, acc, 0.5), [50.0, np.inf, 0.0])
+    with pytest.raises(ValueError, match="accuracy must have 3 rows"):
+        steps_to_threshold(steps, acc[:2], 0.5)
+
+
+@pytest.mark.parametrize("kind", ["sinusoidal", "learned"])
+def test_two_layer_parameter_count_and_matching(kind):
+    sizes = dict(vocab_size=32, length=32, n_classes=32)
+    for variant, matching in ((f"{kind}-add", "width"), (f"{kind}-concat", "parameters")):
+        spec = variant_spec(variant, matching, d_model=16, n_layers=2, **sizes)
+        model = AttentionClassifier(
+            32,
+            32,
+            32,
+            d_token=spec.d_token,
+            d_position=spec.d_position,
+            d_k=spec.d_k,
+            d_v=spec.d_v,
+            position=spec.position,
+            combine=spec.combine,
+            n_layers=2,
+        )
+        assert model.n_parameters == spec.n_parameters and spec.d_v == spec.width
+    added = variant_spec(f"{kind}-add", "width", d_model=16, n_layers=2, **sizes)
+    concat = variant_spec(f"{kind}-concat", "parameters", d_model=16, n_layers=2, **sizes)
+
+    def count(m):  # the formula written out: two layers of 2 w d_k + w w, read-out w C + C
+        w = 2 * m
+        learned = 32 * m if kind == "learned" else 0
+        return 32 * m + learned + 2 * (2 * w * 16 + w * w) + w * 32 + 32
+
+    best = min(range(1, 33), key=lambda m: (abs(count(m) - added.n_parameters), m))
+    assert concat.d_token == best and concat.n_parameters == count(best)
+
+
+def fake_results(differences, seeds=20, sd=0.02, design=None):
+    """A results file with one regime per difference, sinusoidal codes only."""
+    rng = np.random.default_rng(3)
+    regimes = tuple((8 * (i + 1), 16, 1) for i in range(len(differences)))
+    design = design or Design(regimes=regimes, seeds=seeds)
+    cells = []
+    for (length, d, layers), diff in zip(regimes, differences, strict=True):
+        for variant, shift in (("sinusoidal-add", 0.0), ("sinusoidal-concat", diff)):
+            final = np.clip(0.8 + shift + rng.normal(0, sd, seeds), 0, 1)
+            acc = [np.full(seeds, 0.1).tolist(), final.tolist()]
+            cells.append(
+                {
+                    "length": length,
+                    "d_model": d,
+                    "n_layers": layers,
+                    "variant": variant,
+                    "steps": [0, 100],
+                    "test_accuracy": acc,
+                }
+            )
+    return {"design": design.as_dict(), "cells": cells}
+
+
+def test_compare_design_verdicts_follow_the_corrected_tests():
+    results = fake_results([0.10, -0.10, 0.0, 0.015])
+    rows = compare_design(results)
+    assert [r.verdict for r in rows[:3]] == ["concat better", "add better", "equivalent"]
+    p = [welch_test(r.concat, r.added)[2] for r in rows]
+    np.testing.assert_allclose([r.p_holm for r in rows], holm(p))
+    for r in rows:
+        diff, low, high = difference_interval(r.concat, r.added)
+        assert (r.difference, r.low, r.high) == pytest.approx((diff, low, high))
+        assert not r.ceiling
+    text = format_comparisons(rows)
+    assert "concat better" in text and text.count("\n") == len(rows)
+    # Too few seeds to decide a small difference.
+    small = compare_design(fake_results([0.02], seeds=3, sd=0.05))
+    assert small[0].verdict == "undecided"
+
+
+def test_budget_curve_is_the_difference_at_every_step():
+    results = fake_results([0.05])
+    steps, curve = budget_curve(results, 8, 16, 1, "sinusoidal")
+    assert steps.tolist() == [0, 100] and curve.shape == (3, 2)
+    np.testing.assert_allclose(curve[:, 0], 0.0, atol=1e-15)  # both constant at step 0
+    assert curve[0, 1] == pytest.approx(compare_design(results)[0].difference)
+    with pytest.raises(ValueError, match="no learned pair"):
+        budget_curve(results, 8, 16, 1, "learned")
+
+
+def test_design_round_trips_and_lists_its_cells():
+    design = Design()
+    assert Design.from_dict(design.as_dict()) == design
+    assert len(design.jobs()) == len(design.regimes) * len(design.models)
+    assert design.seeds >= 20 and design.margin > 0
+    assert all(length >= 1 for length, *_ in design.regimes)
+
+
+def test_run_cell_chooses_the_rate_on_validation_and_is_deterministic():
+    design = Design(
+        regimes=((5, 8, 1),),
+        seeds=3,
+        steps=30,
+        eval_every=10,
+        sweep_seeds=2,
+        n_train=60,
+        n_validation=30,
+        n_test=30,
+        learning_rates=(0.001, 0.05),
+    )
+    job = (5, 8, 1, "learned-concat", "parameters")
+    cell = run_cell(design, job)
+    assert cell["learning_rate"] == design.learning_rates[int(np.argmax(cell["sweep_validation"]))]
+    assert np.array(cell["test_accuracy"]).shape == (4, 3) and cell["steps"] == [0, 10, 20, 30]
+    assert cell["n_parameters"] != cell["reference_parameters"] or cell["d_token"] == 8
+    assert run_cell(design, job) == cell
+
+
+def test_mean_ablation_keeps_the_average_of_the_dropped_terms():
+    model = AttentionClassifier(6, 6, 6, d_token=4, position="learned", seeds=(0, 1))
+    rng = np.random.default_rng(4)
+    tokens = np.array([rng.permutation(6) for _ in range(50)])
+    labels = tokens[:, 2]
+    full = model.accuracy(tokens, labels)
+    for ablation in ("zero", "mean"):
+        np.testing.assert_array_equal(
+            accuracy_with_terms(model, tokens, labels, SCORE_TERMS, ablation=ablation), full
+        )
+    # By hand: the cross terms replaced by their mean over the sequences.
+    terms = model_score_terms(model, tokens)
+    scores = terms[0] + terms[3] + (terms[1] + terms[2]).mean(axis=1, keepdims=True)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    values = model.attention_input(tokens) @ model.params["w_v"][:, None]
+    logits = (weights @ values).mean(-2) @ model.params["w_out"] + model.params["b_out"][:, None]
+    expected = (logits.argmax(-1) == labels).mean(-1)
+    got = accuracy_with_terms(model, tokens, labels, ("token-token", "position-position"), "mean")
+    np.testing.assert_array_equal(got, expected)
+    with pytest.raises(ValueError, match="ablation must be one of"):
+        accuracy_with_terms(model, tokens, labels, SCORE_TERMS, ablation="half")
+    deep = AttentionClassifier(6, 6, 6, d_token=4, position="learned", n_layers=2)
+    with pytest.raises(ValueError, match="model must have one layer"):
+        accuracy_with_terms(deep, tokens, labels, SCORE_TERMS)

@@ -44,6 +44,8 @@ def random_batch(seed, batch=6, vocab=5, length=4, classes=3, n_models=None):
 
 def reference_logits(model, tokens, m=0):
     """Copy m's class scores, sequence by sequence, with posenc.self_attention."""
+    if model.n_layers == 2:
+        return reference_deep_logits(model, tokens, m)
     p = {name: value[m] for name, value in model.params.items()}
     out = []
     for row in tokens:
@@ -531,3 +533,128 @@ def test_learning_rate_scales_the_updates():
         changes.append(np.abs(model.params["w_q"] - before).max())
     # Adam's first step moves every entry by the learning rate (times the sign)
     np.testing.assert_allclose(changes, [1e-3, 4e-3], rtol=1e-6)
+
+
+# --- two layers on a residual stream, and a learning rate per copy -------------------------
+
+
+def reference_deep_logits(model, tokens, m=0):
+    """Copy m's class scores for the two-layer model, with posenc.self_attention."""
+    p = {name: value[m] for name, value in model.params.items()}
+    out = []
+    for row in tokens:
+        x = model.embedding_scale * p["token_embedding"][row]
+        if model.position == "none":
+            z = x
+        else:
+            codes = (
+                sinusoidal(model.length, model.d_position, model.base)
+                if model.position == "sinusoidal"
+                else p["position_embedding"]
+            )
+            z = x + codes if model.combine == "add" else np.hstack([x, codes])
+        z = z + self_attention(z, p["w_q"], p["w_k"], p["w_v"])
+        z = z + self_attention(z, p["w_q2"], p["w_k2"], p["w_v2"])
+        out.append(z.mean(axis=0) @ p["w_out"] + p["b_out"])
+    return np.array(out)
+
+
+@pytest.mark.parametrize(("position", "combine"), VARIANTS)
+def test_two_layer_logits_match_a_reference(position, combine):
+    model = small_model(position, combine, seeds=(3, 4), n_layers=2, d_v=None)
+    tokens, _ = random_batch(11)
+    logits = model.logits(tokens)
+    for m in range(2):
+        np.testing.assert_allclose(logits[m], reference_deep_logits(model, tokens, m), atol=1e-12)
+    assert {"w_q2", "w_k2", "w_v2"} <= set(model.params)
+    assert model.params["w_out"].shape == (2, model.width, 3)
+
+
+@pytest.mark.parametrize(("position", "combine"), VARIANTS)
+@pytest.mark.parametrize("per_copy_batches", [False, True])
+def test_two_layer_gradients_match_central_differences(position, combine, per_copy_batches):
+    model = small_model(position, combine, seeds=(5, 6), n_layers=2, d_v=None)
+    tokens, labels = random_batch(12, n_models=2 if per_copy_batches else None)
+    _, grads = model.loss_and_gradients(tokens, labels)
+    numeric = numeric_gradients(model, tokens, labels)
+    assert set(grads) == set(model.params)
+    for name in model.params:
+        np.testing.assert_allclose(
+            grads[name],
+            numeric[name],
+            atol=1e-8,
+            rtol=1e-6,
+            err_msg=f"{position}/{combine}: {name}",
+        )
+
+
+def test_two_layers_need_values_as_wide_as_the_input():
+    with pytest.raises(ValueError, match=r"d_v must equal the input width \(3\) when n_layers"):
+        small_model("learned", "add", n_layers=2)  # small_model asks for d_v = 4
+    with pytest.raises(ValueError, match="n_layers must be an integer >= 1 and <= 2"):
+        small_model("learned", "add", n_layers=3, d_v=None)
+
+
+def test_two_layer_model_without_positions_ignores_order():
+    model = small_model("none", "add", n_layers=2, d_v=None, seeds=(0, 1))
+    tokens, _ = random_batch(13)
+    shuffled = tokens[:, np.random.default_rng(0).permutation(tokens.shape[1])]
+    np.testing.assert_allclose(model.logits(tokens), model.logits(shuffled), atol=1e-12)
+
+
+def test_a_learning_rate_per_copy_equals_separate_optimisers():
+    tokens, labels = random_batch(14, n_models=3)
+    rates = np.array([0.001, 0.01, 0.1])
+    stacked = small_model("learned", "concat", seeds=(0, 1, 2))
+    opt = Adam(stacked.params, learning_rate=rates)
+    for _ in range(3):
+        opt.step(stacked.loss_and_gradients(tokens, labels)[1])
+    for m, (seed, rate) in enumerate(zip((0, 1, 2), rates, strict=True)):
+        single = small_model("learned", "concat", seeds=(seed,))
+        opt1 = Adam(single.params, learning_rate=float(rate))
+        for _ in range(3):
+            opt1.step(single.loss_and_gradients(tokens[m], labels[m])[1])
+        for name, value in single.params.items():
+            np.testing.assert_allclose(stacked.params[name][m], value[0], atol=1e-12)
+
+
+def test_train_accepts_a_learning_rate_per_copy_and_checks_it():
+    tokens = np.array([[0, 1, 2, 3], [3, 2, 1, 0]] * 4)
+    labels = np.array([0, 1] * 4)
+    model = small_model("learned", "add", seeds=(0, 1))
+    history = train(
+        model,
+        tokens,
+        labels,
+        tokens,
+        labels,
+        steps=3,
+        batch_size=4,
+        learning_rate=[0.01, 0.02],
+        eval_every=1,
+    )
+    assert history.train_loss.shape == (3, 2)
+    with pytest.raises(ValueError, match=r"learning_rate holds 3 rates \(one per copy\)"):
+        train(
+            model,
+            tokens,
+            labels,
+            tokens,
+            labels,
+            steps=1,
+            batch_size=4,
+            learning_rate=[0.1, 0.1, 0.1],
+        )
+    with pytest.raises(ValueError, match="learning_rate must hold numbers > 0"):
+        train(
+            model, tokens, labels, tokens, labels, steps=1, batch_size=4, learning_rate=[0.1, -0.1]
+        )
+
+
+def test_accuracy_in_chunks_equals_one_pass():
+    model = AttentionClassifier(6, 6, 6, d_token=4, position="learned", seeds=range(40))
+    rng = np.random.default_rng(0)
+    tokens = np.array([rng.permutation(6) for _ in range(700)])  # more than one chunk
+    labels = tokens[:, 2]
+    expected = (model.logits(tokens).argmax(axis=-1) == labels).mean(axis=-1)
+    np.testing.assert_array_equal(model.accuracy(tokens, labels), expected)

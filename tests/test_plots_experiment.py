@@ -104,3 +104,63 @@ def test_learning_curve_figure_draws_the_means():
         plots.learning_curve_figure({})
     with pytest.raises(ValueError, match=r"must have shape \(3, 3\)"):
         plots.learning_curve_figure({"t": (steps, {"a": band[:2]})})
+
+
+def _comparisons():
+    from posenc.experiment import Comparison
+
+    rows = []
+    for i, (code, diff) in enumerate(
+        [("sinusoidal", 0.05), ("learned", 0.0), ("sinusoidal", -0.02)]
+    ):
+        rows.append(
+            Comparison(
+                8 * (i + 1),
+                16,
+                1,
+                code,
+                np.ones(3),
+                np.ones(3),
+                diff,
+                diff - 0.01,
+                diff + 0.02,
+                0.5,
+                0.5,
+                0.5,
+                0.5,
+                i == 1,
+                "undecided",
+            )
+        )
+    return rows
+
+
+def test_comparison_figure_draws_each_difference_with_its_interval():
+    fig = plots.comparison_figure(_comparisons(), 0.03)
+    assert len(fig.axes) == 2 and all(labelled(ax) for ax in fig.axes[:1])
+    sinusoidal = fig.axes[0]
+    xs = sorted(line.get_xdata()[0] for line in sinusoidal.get_lines() if line.get_marker() == "o")
+    np.testing.assert_allclose(xs, [-2.0, 5.0])
+    with pytest.raises(ValueError, match="comparisons must not be empty"):
+        plots.comparison_figure([], 0.03)
+
+
+def test_budget_figure_draws_points():
+    steps = np.array([0, 100, 200])
+    curve = np.array([[0.0, 0.05, 0.02], [0.0, 0.01, -0.01], [0.0, 0.09, 0.05]])
+    fig = plots.budget_figure({"a": (steps, curve)}, 0.03)
+    ax = fig.axes[0]
+    assert labelled(ax) and "updates" in ax.get_xlabel()
+    line = next(ln for ln in ax.get_lines() if ln.get_label() == "a")
+    np.testing.assert_allclose(line.get_ydata(), [0, 5, 2])
+    with pytest.raises(ValueError, match=r"curves\['a'\] must have shape"):
+        plots.budget_figure({"a": (steps, curve[:, :2])}, 0.03)
+
+
+def test_power_figure_draws_percentages():
+    fig = plots.power_figure([0.0, 0.1], {20: [0.05, 0.8], 5: [0.05, 0.3]}, 0.1)
+    ax = fig.axes[0]
+    assert labelled(ax)
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [5, 30])
+    with pytest.raises(ValueError, match="powers must hold at least one seed count"):
+        plots.power_figure([0.0], {}, 0.1)

@@ -87,7 +87,7 @@ def test_bag_of_words_sees_one_input_and_stays_at_chance(name):
     ("kwargs", "error", "pattern"),
     [
         ({"name": "middle"}, ValueError, r"name must be one of \('absolute', 'relative'\)"),
-        ({"length": 2}, ValueError, "length must be an integer >= 3 and <= 20"),
+        ({"length": 2}, ValueError, "length must be an integer >= 3 and <= 256"),
         ({"length": 4, "n_train": 20, "n_test": 5}, ValueError, r"at most 4! = 24"),
         ({"n_test": 0}, ValueError, "n_test must be an integer >= 1"),
         ({"query_position": 8}, ValueError, "query_position must be an integer >= 0 and <= 7"),
@@ -110,3 +110,29 @@ def test_bag_of_words_bad_input():
         bag_of_words(np.array([[0.0, 1.0]]), 3)
     with pytest.raises(TypeError, match="task must be a TaskData"):
         bag_of_words_accuracy("absolute")
+
+
+def test_validation_split_is_disjoint_and_leaves_the_other_sets_alone():
+    plain = make_task("absolute", length=7, n_train=300, n_test=100, seed=4)
+    task = make_task("absolute", length=7, n_train=300, n_test=100, n_validation=150, seed=4)
+    np.testing.assert_array_equal(task.train_tokens, plain.train_tokens)
+    np.testing.assert_array_equal(task.test_tokens, plain.test_tokens)
+    assert task.validation_tokens.shape == (150, 7) and task.validation_labels.shape == (150,)
+    np.testing.assert_array_equal(task.validation_labels, task.validation_tokens[:, 2])
+    sets = [
+        {tuple(r) for r in rows}
+        for rows in (task.train_tokens, task.test_tokens, task.validation_tokens)
+    ]
+    assert sum(map(len, sets)) == len(set().union(*sets)) == 550
+    assert plain.validation_tokens.shape[0] == 0
+    with pytest.raises(ValueError, match="n_validation must be an integer >= 0"):
+        make_task("absolute", n_validation=-1)
+    with pytest.raises(ValueError, match=r"n_train \+ n_test \+ n_validation must be at most"):
+        make_task("absolute", length=4, n_train=20, n_test=4, n_validation=1)
+
+
+def test_long_sequences_are_allowed():
+    task = make_task("absolute", length=64, n_train=50, n_test=20, seed=0)
+    assert task.train_tokens.shape == (50, 64) and task.n_classes == 64
+    with pytest.raises(ValueError, match="length must be an integer >= 3 and <= 256"):
+        make_task("absolute", length=257)

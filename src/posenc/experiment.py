@@ -26,6 +26,17 @@ on the order tasks of :mod:`posenc.tasks`):
 * :func:`run_experiment`, :func:`summarise`, :func:`learning_curves`;
 * :func:`mean_confidence_interval` (Student t) and :func:`chance_interval`
   (binomial).
+
+The designed experiment (the comparison that chapter 5's verdict rests on):
+
+* :class:`Design`: regimes, models, seeds, budget, learning-rate candidates,
+  equivalence margin and error rate, all fixed before any result is seen;
+* :func:`run_cell` and :func:`run_design` (``make experiments``, which
+  writes ``results/ch5_experiment.json``);
+* :func:`welch_test`, :func:`tost`, :func:`holm`, :func:`power_two_sample`,
+  :func:`seeds_for_power`: the statistics;
+* :func:`compare_design`, :func:`budget_curve`, :func:`steps_to_threshold`:
+  the comparisons read from a results file.
 """
 
 from __future__ import annotations
@@ -47,29 +58,49 @@ from .validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
     "CONFIGURATIONS",
+    "DESIGN_MODELS",
+    "LONG_BUDGET",
     "MATCHINGS",
     "SCORE_TERMS",
     "VARIANTS",
+    "Comparison",
+    "Design",
     "ExperimentResult",
     "Run",
     "SummaryRow",
     "VariantSpec",
     "accuracy_with_terms",
+    "budget_curve",
+    "cell_accuracy",
     "chance_interval",
+    "compare_design",
+    "design_task",
     "difference_interval",
+    "format_cells",
+    "format_comparisons",
     "format_summary",
+    "holm",
     "learning_curves",
+    "load_results",
     "mean_confidence_interval",
     "model_score_terms",
     "parameter_count",
+    "power_two_sample",
     "readout_accuracy",
+    "readout_draws",
+    "run_cell",
+    "run_design",
     "run_experiment",
     "score_terms",
+    "seeds_for_power",
     "split_weight",
+    "steps_to_threshold",
     "summarise",
     "term_sizes",
     "token_position_cosines",
+    "tost",
     "variant_spec",
+    "welch_test",
 ]
 
 VARIANTS = ("none", "sinusoidal-add", "sinusoidal-concat", "learned-add", "learned-concat")
@@ -135,16 +166,18 @@ def parameter_count(
     combine: str,
     d_k: int,
     d_v: int,
+    n_layers: int = 1,
 ) -> int:
     r"""Trainable parameters of one :class:`~posenc.model.AttentionClassifier`, in closed form.
 
     .. math::
 
-        V d_x \;+\; [\text{learned}]\,L d_p \;+\; 2 w d_k \;+\; w d_v \;+\; d_v C \;+\; C,
+        V d_x \;+\; [\text{learned}]\,L d_p \;+\; n_\text{layers}(2 w d_k \;+\; w d_v)
+        \;+\; d_v C \;+\; C,
 
     with input width :math:`w = d_x + d_p` for concatenation and
-    :math:`w = d_x` otherwise. The sinusoidal table is fixed and costs
-    nothing.
+    :math:`w = d_x` otherwise (and :math:`d_v = w` for two layers). The
+    sinusoidal table is fixed and costs nothing.
 
     Examples
     --------
@@ -161,11 +194,11 @@ def parameter_count(
     combine = check_choice("combine", combine, ("add", "concat"))
     d_k = check_integer("d_k", d_k, minimum=1)
     d_v = check_integer("d_v", d_v, minimum=1)
+    n_layers = check_integer("n_layers", n_layers, minimum=1, maximum=2)
     width = d_token + d_position if (position != "none" and combine == "concat") else d_token
     learned = length * d_position if position == "learned" else 0
-    return (
-        vocab_size * d_token + learned + 2 * width * d_k + width * d_v + d_v * n_classes + n_classes
-    )
+    layers = n_layers * (2 * width * d_k + width * d_v)
+    return vocab_size * d_token + learned + layers + d_v * n_classes + n_classes
 
 
 def token_position_cosines(
@@ -342,15 +375,26 @@ def model_score_terms(model: AttentionClassifier, tokens: Any) -> np.ndarray:
 
 
 def accuracy_with_terms(
-    model: AttentionClassifier, tokens: Any, labels: Any, keep: Sequence[str]
+    model: AttentionClassifier,
+    tokens: Any,
+    labels: Any,
+    keep: Sequence[str],
+    ablation: str = "zero",
 ) -> np.ndarray:
     """Accuracy of every copy when the attention scores keep only the terms in ``keep``.
 
     An ablation at inference time: the score matrix is rebuilt from the
-    chosen terms of :func:`model_score_terms` (the others are set to zero),
-    and the rest of the forward pass (values, mean pooling, read-out) is the
-    model's own. Nothing is retrained. With all four terms kept the result is
-    :meth:`~posenc.model.AttentionClassifier.accuracy`.
+    chosen terms of :func:`model_score_terms`, and the rest of the forward
+    pass (values, mean pooling, read-out) is the model's own. Nothing is
+    retrained. With all four terms kept the result is
+    :meth:`~posenc.model.AttentionClassifier.accuracy`. A dropped term is
+
+    * ``ablation="zero"``: set to zero, which removes both what it says
+      about the tokens and its average over the sequences (for a cross
+      term, a bias that depends on the query and key positions only);
+    * ``ablation="mean"``: replaced by its mean over the sequences of the
+      batch, for every query and key position (and every copy), which
+      removes only what varies with the tokens.
 
     Parameters
     ----------
@@ -362,6 +406,8 @@ def accuracy_with_terms(
         Shape ``(batch,)``, or ``(n_models, batch)``, matching ``tokens``.
     keep : sequence of str
         Names from :data:`SCORE_TERMS`, at least one, each at most once.
+    ablation : {"zero", "mean"}
+        What a dropped term becomes.
 
     Returns
     -------
@@ -385,10 +431,17 @@ def accuracy_with_terms(
         raise ValueError(
             f"keep must name at least one of {SCORE_TERMS}, each at most once, got {keep}"
         )
+    ablation = check_choice("ablation", ablation, ("zero", "mean"))
+    if model.n_layers != 1:
+        raise ValueError(f"model must have one layer for this ablation, got {model.n_layers}")
     terms = model_score_terms(model, tokens)  # checks model and tokens
     tokens = model._check_tokens(tokens)
     labels = model._check_labels(labels, tokens)
     scores = terms[[SCORE_TERMS.index(name) for name in keep]].sum(axis=0)
+    if ablation == "mean":
+        dropped = [SCORE_TERMS.index(name) for name in SCORE_TERMS if name not in keep]
+        if dropped:
+            scores = scores + terms[dropped].sum(axis=0).mean(axis=1, keepdims=True)
     weights = _softmax_last(scores)  # (n, batch, L, L), the model's own softmax
     values = model.attention_input(tokens) @ model.params["w_v"][:, None]
     pooled = (weights @ values).mean(axis=-2)  # (n, batch, d_v)
@@ -460,6 +513,7 @@ class VariantSpec:
     d_k: int
     d_v: int
     n_parameters: int
+    n_layers: int = 1
 
     @property
     def label(self) -> str:
@@ -480,11 +534,13 @@ def variant_spec(
     vocab_size: int,
     length: int,
     n_classes: int,
+    n_layers: int = 1,
 ) -> VariantSpec:
     """The widths of one variant, matched to the added model of width ``d_model``.
 
-    Every model has queries, keys and values of width ``d_k = d_v = d_model``;
-    only the input of the attention layer differs:
+    Every model has queries and keys of width ``d_k = d_model``, and values
+    of width ``d_v = d_model`` with one layer, or of the input width with
+    two (the residual stream); only the input of the attention layer differs:
 
     * ``"none"``: tokens of width ``d_model``, no position signal;
     * ``"*-add"``: tokens and codes of width ``d_model``, added (the reference);
@@ -506,13 +562,18 @@ def variant_spec(
     variant = check_choice("variant", variant, VARIANTS)
     matching = check_choice("matching", matching, MATCHINGS)
     d_model = check_integer("d_model", d_model, minimum=2)
+    n_layers = check_integer("n_layers", n_layers, minimum=1, maximum=2)
     sizes = {
         "vocab_size": check_integer("vocab_size", vocab_size, minimum=1),
         "length": check_integer("length", length, minimum=1),
         "n_classes": check_integer("n_classes", n_classes, minimum=2),
         "d_k": d_model,
-        "d_v": d_model,
+        "n_layers": n_layers,
     }
+
+    def value_width(width: int) -> int:
+        return width if n_layers == 2 else d_model
+
     if variant == "none":
         position, combine, d_token, d_position = "none", "add", d_model, 0
     else:
@@ -525,19 +586,35 @@ def variant_spec(
             d_token = d_position = d_model // 2
         else:
             target = parameter_count(
-                d_token=d_model, d_position=d_model, position=position, combine="add", **sizes
+                d_token=d_model,
+                d_position=d_model,
+                position=position,
+                combine="add",
+                d_v=value_width(d_model),
+                **sizes,
             )
 
             def gap(m: int) -> int:
                 count = parameter_count(
-                    d_token=m, d_position=m, position=position, combine="concat", **sizes
+                    d_token=m,
+                    d_position=m,
+                    position=position,
+                    combine="concat",
+                    d_v=value_width(2 * m),
+                    **sizes,
                 )
                 return abs(count - target)
 
             d_token = d_position = min(range(1, 2 * d_model + 1), key=lambda m: (gap(m), m))
     concat = position != "none" and combine == "concat"
+    width = d_token + d_position if concat else d_token
     count = parameter_count(
-        d_token=d_token, d_position=d_position, position=position, combine=combine, **sizes
+        d_token=d_token,
+        d_position=d_position,
+        position=position,
+        combine=combine,
+        d_v=value_width(width),
+        **sizes,
     )
     return VariantSpec(
         variant=variant,
@@ -546,10 +623,11 @@ def variant_spec(
         combine=combine,
         d_token=d_token,
         d_position=d_position,
-        width=d_token + d_position if concat else d_token,
+        width=width,
         d_k=d_model,
-        d_v=d_model,
+        d_v=value_width(width),
         n_parameters=count,
+        n_layers=n_layers,
     )
 
 
@@ -567,6 +645,7 @@ def _build(
         position=spec.position,
         combine=spec.combine,
         seeds=seeds,
+        n_layers=spec.n_layers,
         dtype=dtype,
     )
 
@@ -879,3 +958,795 @@ def learning_curves(
         steps = run.history.steps
         curves[run.spec.label] = np.stack([acc.mean(axis=1), acc.min(axis=1), acc.max(axis=1)])
     return steps, curves
+
+
+# -- the designed experiment: regimes, learning-rate sweep, many seeds ------------------
+
+#: The four models of the designed experiment: each code added, and
+#: concatenated at (as nearly as the integer widths allow) equal parameters.
+DESIGN_MODELS = (
+    ("sinusoidal-add", "width"),
+    ("sinusoidal-concat", "parameters"),
+    ("learned-add", "width"),
+    ("learned-concat", "parameters"),
+)
+
+
+@dataclass(frozen=True)
+class Design:
+    """Everything fixed before the designed experiment is run.
+
+    The defaults are the design of chapter 5; :func:`run_design` trains it
+    and ``make experiments`` writes the result to ``results/ch5_experiment.json``.
+
+    Attributes
+    ----------
+    regimes : tuple of (int, int, int)
+        ``(L, d_model, n_layers)`` of every regime.
+    models : tuple of (str, str)
+        ``(variant, matching)`` of every model, see :func:`variant_spec`.
+    task : str
+        The task of :func:`posenc.tasks.make_task`.
+    n_train, n_validation, n_test : int
+        Sizes of the three sets (the validation set chooses the learning rate).
+    seeds : int
+        Independent models per cell (seeds ``0 .. seeds - 1``).
+    steps, batch_size, eval_every : int
+        Training budget, mini-batch size, and how often the test accuracy is recorded.
+    learning_rates : tuple of float
+        Candidates of the sweep; each model keeps the one with the best
+        mean validation accuracy at the end of the budget.
+    sweep_seeds : int
+        Seeds per candidate in the sweep (seeds ``1000, 1001, ...``: none is
+        a seed of the main runs).
+    margin : float
+        Equivalence margin of the TOST, as a difference of accuracies.
+    alpha : float
+        Family-wise error rate of the tests (Holm's correction).
+    threshold : float
+        Accuracy whose first crossing gives the steps-to-threshold.
+    ceiling : float
+        A comparison whose two means both reach this accuracy is at the ceiling.
+    dtype : str
+        Precision of training.
+    """
+
+    regimes: tuple[tuple[int, int, int], ...] = (
+        (8, 16, 1),
+        (8, 32, 1),
+        (32, 16, 1),
+        (32, 32, 1),
+        (64, 16, 1),
+        (8, 16, 2),
+        (32, 16, 2),
+    )
+    models: tuple[tuple[str, str], ...] = DESIGN_MODELS
+    task: str = "absolute"
+    n_train: int = 2000
+    n_validation: int = 500
+    n_test: int = 500
+    seeds: int = 20
+    steps: int = 300
+    batch_size: int = 16
+    eval_every: int = 50
+    learning_rates: tuple[float, ...] = (0.003, 0.01, 0.03)
+    sweep_seeds: int = 2
+    margin: float = 0.03
+    alpha: float = 0.05
+    threshold: float = 0.5
+    ceiling: float = 0.97
+    dtype: str = "float32"
+
+    def jobs(self) -> list[tuple[int, int, int, str, str]]:
+        """Every cell of the design: ``(L, d_model, n_layers, variant, matching)``."""
+        return [(*regime, *model) for regime in self.regimes for model in self.models]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The design as plain JSON-ready values."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out["regimes"] = [list(r) for r in self.regimes]
+        out["models"] = [list(m) for m in self.models]
+        out["learning_rates"] = list(self.learning_rates)
+        return out
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Design:
+        """Inverse of :meth:`as_dict`."""
+        values = dict(values)
+        values["regimes"] = tuple(tuple(int(v) for v in r) for r in values["regimes"])
+        values["models"] = tuple(tuple(m) for m in values["models"])
+        values["learning_rates"] = tuple(float(r) for r in values["learning_rates"])
+        return cls(**values)
+
+
+def design_task(design: Design, length: int) -> TaskData:
+    """The task of one regime: training, validation and test sets (seed 0)."""
+    from .tasks import make_task
+
+    return make_task(
+        design.task,
+        length=length,
+        n_train=design.n_train,
+        n_test=design.n_test,
+        n_validation=design.n_validation,
+        seed=0,
+    )
+
+
+def steps_to_threshold(steps: Any, accuracy: Any, threshold: float) -> np.ndarray:
+    """First recorded step at which each seed's accuracy reaches ``threshold``.
+
+    Parameters
+    ----------
+    steps : array_like of int
+        ``(n_eval,)``.
+    accuracy : array_like
+        ``(n_eval, n_seeds)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_seeds,)``, float; ``inf`` for a seed that never reaches it.
+
+    Examples
+    --------
+    >>> steps_to_threshold([0, 10, 20], [[0.1, 0.1], [0.6, 0.2], [0.9, 0.3]], 0.5)
+    array([10., inf])
+    """
+    steps = check_array("steps", steps, ndim=1)
+    accuracy = check_array("accuracy", accuracy, ndim=2)
+    if accuracy.shape[0] != steps.size:
+        raise ValueError(
+            f"accuracy must have {steps.size} rows (one per step), got {accuracy.shape}"
+        )
+    threshold = check_real("threshold", threshold, minimum=0.0, maximum=1.0)
+    reached = accuracy >= threshold
+    first = np.where(reached.any(axis=0), steps[reached.argmax(axis=0)], np.inf)
+    return first.astype(float)
+
+
+def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, Any]:
+    """Train one cell of the design: the learning-rate sweep, then every seed.
+
+    The sweep trains ``sweep_seeds`` copies per candidate rate, all stacked in
+    one model with a learning rate per copy, and scores each rate by its mean
+    accuracy on the validation set after the full budget (ties: the mean at
+    half the budget, then the smaller rate). The main run then trains seeds
+    ``0 .. seeds - 1`` with the chosen rate and records the test accuracy
+    every ``eval_every`` updates.
+
+    Returns
+    -------
+    dict
+        JSON-ready: the cell, its widths and parameter count, the sweep's
+        validation accuracies, the chosen rate, the recorded steps, the test
+        accuracy ``(n_eval, seeds)`` and the steps-to-threshold.
+    """
+    if not isinstance(design, Design):
+        raise TypeError(f"design must be a Design, got {type(design).__name__}")
+    length, d_model, n_layers, variant, matching = job
+    task = design_task(design, length)
+    spec = variant_spec(
+        variant,
+        matching,
+        d_model=d_model,
+        vocab_size=task.vocab_size,
+        length=length,
+        n_classes=task.n_classes,
+        n_layers=n_layers,
+    )
+    reference = variant_spec(
+        variant.split("-")[0] + "-add" if variant != "none" else "none",
+        "width",
+        d_model=d_model,
+        vocab_size=task.vocab_size,
+        length=length,
+        n_classes=task.n_classes,
+        n_layers=n_layers,
+    )
+    rates = np.repeat(np.array(design.learning_rates), design.sweep_seeds)
+    sweep_model = _build(spec, task, tuple(1000 + i for i in range(rates.size)), design.dtype)
+    half = max(1, design.steps // 2)
+    sweep = train(
+        sweep_model,
+        task.train_tokens,
+        task.train_labels,
+        task.validation_tokens,
+        task.validation_labels,
+        steps=design.steps,
+        batch_size=design.batch_size,
+        learning_rate=rates,
+        eval_every=half,
+    )
+    n_rates = len(design.learning_rates)
+    final = sweep.final_accuracy.reshape(n_rates, design.sweep_seeds).mean(axis=1)
+    middle = sweep.test_accuracy[1].reshape(n_rates, design.sweep_seeds).mean(axis=1)
+    best = min(range(n_rates), key=lambda i: (-final[i], -middle[i], design.learning_rates[i]))
+    rate = design.learning_rates[best]
+
+    model = _build(spec, task, tuple(range(design.seeds)), design.dtype)
+    history = train(
+        model,
+        task.train_tokens,
+        task.train_labels,
+        task.test_tokens,
+        task.test_labels,
+        steps=design.steps,
+        batch_size=design.batch_size,
+        learning_rate=rate,
+        eval_every=design.eval_every,
+    )
+    reach = steps_to_threshold(history.steps, history.test_accuracy, design.threshold)
+    return {
+        "length": length,
+        "d_model": d_model,
+        "n_layers": n_layers,
+        "variant": variant,
+        "matching": matching,
+        "label": spec.label,
+        "d_token": spec.d_token,
+        "d_position": spec.d_position,
+        "width": spec.width,
+        "n_parameters": spec.n_parameters,
+        "reference_parameters": reference.n_parameters,
+        "sweep_validation": [round(float(a), 6) for a in final],
+        "learning_rate": rate,
+        "steps": history.steps.tolist(),
+        "test_accuracy": np.round(history.test_accuracy, 6).tolist(),
+        "steps_to_threshold": [None if not np.isfinite(s) else int(s) for s in reach],
+        "final_train_loss": np.round(history.train_loss[-20:].mean(axis=0), 6).tolist(),
+    }
+
+
+def _progress(done: int, total: int, started: float, out: Any) -> None:
+    import time
+
+    elapsed = time.perf_counter() - started
+    eta = elapsed / done * (total - done) if done else float("nan")
+    filled = int(30 * done / total)
+    out.write(
+        f"\r[{'#' * filled}{' ' * (30 - filled)}] {done}/{total} cells"
+        f"  {elapsed / 60:5.1f} min elapsed, about {eta / 60:5.1f} min left"
+    )
+    out.flush()
+
+
+def run_design(
+    design: Design | None = None,
+    *,
+    jobs: Sequence[tuple[int, int, int, str, str]] | None = None,
+    processes: int = 1,
+    progress: bool = True,
+    cache: str | None = None,
+) -> dict[str, Any]:
+    """Run every cell of ``design`` (or only ``jobs``), in ``processes`` worker processes.
+
+    Each cell is independent of every other and of the order in which they
+    run, so the result does not depend on ``processes``. A progress bar goes
+    to standard error. With ``cache`` (a folder), every finished cell is also
+    written there, and cells already there (for the same design) are read
+    instead of trained, so an interrupted run resumes.
+
+    Returns
+    -------
+    dict
+        ``{"design": design.as_dict(), "cells": [run_cell(...), ...]}``, the
+        cells in the order of :meth:`Design.jobs`.
+    """
+    import sys
+    import time
+
+    design = Design() if design is None else design
+    if not isinstance(design, Design):
+        raise TypeError(f"design must be a Design, got {type(design).__name__}")
+    todo = design.jobs() if jobs is None else [tuple(j) for j in jobs]
+    processes = check_integer("processes", processes, minimum=1)
+    # The slowest cells first, so that the workers finish together.
+    order = sorted(range(len(todo)), key=lambda i: -(todo[i][0] ** 2) * todo[i][2] * todo[i][1])
+    started = time.perf_counter()
+    cells: list[dict[str, Any] | None] = [None] * len(todo)
+    folder = None
+    if cache is not None:
+        import hashlib
+        import json
+        from pathlib import Path
+
+        key = hashlib.sha256(json.dumps(design.as_dict(), sort_keys=True).encode()).hexdigest()
+        folder = Path(cache) / key[:16]
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def cached(i: int) -> Any:
+        return None if folder is None else folder / ("_".join(map(str, todo[i])) + ".json")
+
+    def keep(i: int, cell: dict[str, Any]) -> None:
+        cells[i] = cell
+        if folder is not None:
+            cached(i).write_text(json.dumps(cell))
+
+    for i in order:
+        if folder is not None and cached(i).is_file():
+            cells[i] = json.loads(cached(i).read_text())
+    order = [i for i in order if cells[i] is None]
+    done = len(todo) - len(order)
+    if progress:
+        _progress(done, len(todo), started, sys.stderr)
+    if processes == 1:
+        for n, i in enumerate(order, done + 1):
+            keep(i, run_cell(design, todo[i]))
+            if progress:
+                _progress(n, len(todo), started, sys.stderr)
+    elif order:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            pending = {i: pool.apply_async(run_cell, (design, todo[i])) for i in order}
+            for n, i in enumerate(order, done + 1):
+                keep(i, pending[i].get())
+                if progress:
+                    _progress(n, len(todo), started, sys.stderr)
+    if progress:
+        sys.stderr.write("\n")
+    return {"design": design.as_dict(), "cells": cells}
+
+
+#: The grids of :func:`readout_draws`: widths (at two token scales) and
+#: token-to-code length ratios at ``d = 64``.
+READOUT_WIDTHS = (8, 16, 32, 64, 96, 128)
+READOUT_RATIOS = tuple(2.0**k for k in range(-4, 5))
+
+
+def readout_draws(
+    n_draws: int = 20,
+    *,
+    d_values: Sequence[int] = READOUT_WIDTHS,
+    ratios: Sequence[float] = READOUT_RATIOS,
+    d_fixed: int = 64,
+) -> dict[str, Any]:
+    """:func:`readout_accuracy` over ``n_draws`` random token tables (seeds ``0 ..``).
+
+    Returns
+    -------
+    dict
+        JSON-ready: the grids, and the token and position recovery of every
+        draw, ``"by_width"`` ``{"x1" | "x sqrt(d)": (n_d, n_draws, 2)}`` and
+        ``"by_ratio"`` ``(n_ratios, n_draws, 2)``.
+    """
+    n_draws = check_integer("n_draws", n_draws, minimum=1)
+    code_length = math.sqrt(d_fixed / 2)
+    by_width = {
+        name: [
+            [readout_accuracy(d, scale=factor(d), seed=s) for s in range(n_draws)] for d in d_values
+        ]
+        for name, factor in (("x1", lambda d: 1.0), ("x sqrt(d)", math.sqrt))
+    }
+    by_ratio = [
+        [readout_accuracy(d_fixed, scale=r * code_length, seed=s) for s in range(n_draws)]
+        for r in ratios
+    ]
+    return {
+        "n_draws": n_draws,
+        "d_values": list(d_values),
+        "ratios": list(ratios),
+        "d_fixed": d_fixed,
+        "by_width": by_width,
+        "by_ratio": by_ratio,
+    }
+
+
+#: The follow-up of the main design: the regime with the largest difference
+#: in a first look (long sequences, narrow model, sinusoidal codes), trained
+#: four times as long, to see whether the difference survives more training.
+LONG_BUDGET = Design(
+    regimes=((64, 16, 1),),
+    models=(("sinusoidal-add", "width"), ("sinusoidal-concat", "parameters")),
+    steps=1200,
+    eval_every=100,
+)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line of ``make experiments``: run the design, write the results file."""
+    import argparse
+    import json
+    import os
+    import platform
+    import time
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--out", default="results/ch5_experiment.json")
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--readout", help="write readout_draws() to this file instead")
+    parser.add_argument("--cache", help="folder for finished cells (an interrupted run resumes)")
+    parser.add_argument("--long-budget", action="store_true", help="run LONG_BUDGET instead")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    if args.readout:
+        draws = readout_draws()
+        draws["elapsed_seconds"] = round(time.perf_counter() - started, 1)
+        Path(args.readout).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.readout).write_text(json.dumps(draws) + "\n")
+        print(f"wrote {args.readout} in {draws['elapsed_seconds'] / 60:.1f} min")
+        return
+    design = LONG_BUDGET if args.long_budget else Design()
+    result = run_design(design, processes=args.processes, cache=args.cache)
+    result["run"] = {
+        "elapsed_seconds": round(time.perf_counter() - started, 1),
+        "processes": args.processes,
+        "cpu_count": os.cpu_count(),
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out} in {result['run']['elapsed_seconds'] / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()
+
+
+# -- statistics of the designed experiment ---------------------------------------------
+
+
+def welch_test(a: Any, b: Any) -> tuple[float, float, float]:
+    r"""Welch's t statistic for ``mean(a) - mean(b)``, its degrees of freedom and two-sided p.
+
+    The standard error is :math:`\sqrt{s_a^2/n_a + s_b^2/n_b}`, the degrees of
+    freedom those of Welch and Satterthwaite. If both samples have zero
+    spread, the statistic is 0 with p = 1 when the means agree, and infinite
+    with p = 0 when they do not.
+
+    Returns
+    -------
+    (float, float, float)
+        ``(t, dof, p)``.
+
+    Examples
+    --------
+    >>> t, dof, p = welch_test([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0])
+    >>> float(t), float(p)
+    (0.0, 1.0)
+    """
+    a = check_array("a", a, ndim=1)
+    b = check_array("b", b, ndim=1)
+    if a.size < 2 or b.size < 2:
+        raise ValueError(f"a and b must hold at least 2 numbers each, got {a.size} and {b.size}")
+    diff = float(a.mean() - b.mean())
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    if va + vb == 0.0:
+        return (
+            (0.0, math.inf, 1.0) if diff == 0.0 else (math.copysign(math.inf, diff), math.inf, 0.0)
+        )
+    dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    t = diff / math.sqrt(va + vb)
+    return t, float(dof), float(2 * stats.t.sf(abs(t), dof))
+
+
+def tost(a: Any, b: Any, margin: float) -> tuple[float, float, float]:
+    r"""Two one-sided tests (TOST) that ``mean(a) - mean(b)`` lies within ``±margin``.
+
+    The null hypothesis is that the difference is at least ``margin`` away
+    from zero, :math:`|\Delta| \ge m`; it is rejected at level :math:`\alpha`
+    when both one-sided Welch tests, :math:`\Delta > -m` and :math:`\Delta < m`,
+    reject it, which is the same as the :math:`1 - 2\alpha` Welch interval
+    lying inside :math:`(-m, m)`. The p-value is the larger of the two
+    one-sided p-values.
+
+    Returns
+    -------
+    (float, float, float)
+        ``(p, low, high)``: the TOST p-value and the 90 % Welch interval of
+        the difference (the interval that matches a TOST at 5 %).
+
+    Examples
+    --------
+    >>> p, low, high = tost([0.50, 0.51, 0.49, 0.50], [0.50, 0.49, 0.51, 0.50], 0.05)
+    >>> bool(p < 0.05), bool(-0.05 < low < high < 0.05)
+    (True, True)
+    """
+    a = check_array("a", a, ndim=1)
+    b = check_array("b", b, ndim=1)
+    margin = check_real("margin", margin, positive=True)
+    diff, low, high = difference_interval(a, b, 0.90)
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    if va + vb == 0.0:
+        return (0.0 if abs(diff) < margin else 1.0), low, high
+    dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    se = math.sqrt(va + vb)
+    p_lower = float(stats.t.sf((diff + margin) / se, dof))  # H0: diff <= -margin
+    p_upper = float(stats.t.cdf((diff - margin) / se, dof))  # H0: diff >= +margin
+    return max(p_lower, p_upper), low, high
+
+
+def holm(p_values: Any) -> np.ndarray:
+    """Holm's step-down adjustment of several p-values (family-wise error control).
+
+    Sort the m p-values, multiply the k-th smallest by ``m - k + 1`` (k from
+    1), make the sequence non-decreasing and cap it at 1. Rejecting every
+    hypothesis whose adjusted p-value is below :math:`\\alpha` keeps the
+    chance of any false rejection in the family at most :math:`\\alpha`,
+    whatever the dependence between the tests.
+
+    Examples
+    --------
+    >>> holm([0.01, 0.04, 0.03])
+    array([0.03, 0.06, 0.06])
+    """
+    p = check_array("p_values", p_values, ndim=1)
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError("p_values must lie in [0, 1]")
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    scaled = np.maximum.accumulate(p[order] * (m - np.arange(m)))
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(scaled, 1.0)
+    return adjusted
+
+
+def power_two_sample(delta: float, sd: float, n: int, alpha: float = 0.05) -> float:
+    r"""Power of a two-sided two-sample t test with ``n`` seeds per group.
+
+    The chance that the test rejects "no difference" when the true
+    difference of the means is ``delta`` and each group has standard
+    deviation ``sd``: the non-central t distribution with
+    :math:`2n - 2` degrees of freedom and non-centrality
+    :math:`\delta / (\mathrm{sd}\sqrt{2/n})`.
+
+    Examples
+    --------
+    >>> round(power_two_sample(1.0, 1.0, 17), 2)  # the textbook 80 % at 17 per group
+    0.81
+    """
+    delta = check_real("delta", delta, minimum=0.0)
+    sd = check_real("sd", sd, positive=True)
+    n = check_integer("n", n, minimum=2)
+    alpha = check_real("alpha", alpha, positive=True, maximum=0.5)
+    dof = 2 * n - 2
+    critical = stats.t.ppf(1 - alpha / 2, dof)
+    shift = delta / (sd * math.sqrt(2 / n))
+    upper = float(stats.nct.sf(critical, dof, shift))
+    lower = float(stats.nct.cdf(-critical, dof, shift))
+    # SciPy's non-central t returns NaN far out in a tail; there the tail is 0 (or 1).
+    if not math.isfinite(upper):
+        upper = 1.0 if shift > critical else 0.0
+    if not math.isfinite(lower):
+        lower = 0.0
+    return min(1.0, upper + lower)
+
+
+def seeds_for_power(
+    delta: float, sd: float, power: float = 0.8, alpha: float = 0.05, limit: int = 10_000
+) -> int:
+    """Smallest number of seeds per group that gives ``power`` (see :func:`power_two_sample`).
+
+    Examples
+    --------
+    >>> seeds_for_power(1.0, 1.0)
+    17
+    """
+    power = check_real("power", power, positive=True, maximum=0.999)
+    for n in range(2, check_integer("limit", limit, minimum=2) + 1):
+        if power_two_sample(delta, sd, n, alpha) >= power:
+            return n
+    raise ValueError(f"more than {limit} seeds per group would be needed")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison of the designed experiment: a concatenated model minus its added twin.
+
+    Attributes
+    ----------
+    length, d_model, n_layers : int
+        The regime.
+    code : str
+        ``"sinusoidal"`` or ``"learned"``.
+    concat, added : numpy.ndarray
+        Final test accuracy of every seed, ``(seeds,)`` each.
+    difference, low, high : float
+        ``mean(concat) - mean(added)`` and its 95 % Welch interval.
+    p : float
+        Two-sided Welch p-value of "no difference".
+    p_holm : float
+        ``p`` after Holm's correction over the family.
+    p_tost : float
+        TOST p-value of "the difference is at least the margin".
+    p_tost_holm : float
+        ``p_tost`` after Holm's correction over the family.
+    ceiling : bool
+        Both means at or above the design's ceiling.
+    verdict : str
+        ``"concat better"``, ``"add better"``, ``"equivalent"`` or
+        ``"undecided"``, from the corrected tests at level ``alpha``.
+    """
+
+    length: int
+    d_model: int
+    n_layers: int
+    code: str
+    concat: np.ndarray
+    added: np.ndarray
+    difference: float
+    low: float
+    high: float
+    p: float
+    p_holm: float
+    p_tost: float
+    p_tost_holm: float
+    ceiling: bool
+    verdict: str
+
+    @property
+    def regime(self) -> str:
+        """E.g. ``"L=32, d=16, 1 layer"``."""
+        layers = "1 layer" if self.n_layers == 1 else f"{self.n_layers} layers"
+        return f"L={self.length}, d={self.d_model}, {layers}"
+
+
+def cell_accuracy(results: dict[str, Any], step: int | None = None) -> dict[tuple, np.ndarray]:
+    """Test accuracy of every seed of every cell, keyed ``(L, d, n_layers, variant)``.
+
+    ``step`` picks a recorded step (the default: the last one, the full budget).
+    """
+    out = {}
+    for cell in results["cells"]:
+        steps = list(cell["steps"])
+        row = len(steps) - 1 if step is None else steps.index(step)
+        key = (cell["length"], cell["d_model"], cell["n_layers"], cell["variant"])
+        out[key] = np.asarray(cell["test_accuracy"][row], dtype=float)
+    return out
+
+
+def compare_design(results: dict[str, Any], step: int | None = None) -> list[Comparison]:
+    """The primary comparisons of a results file, with Holm-corrected tests.
+
+    For every regime and every code, concatenated minus added. The family
+    is every comparison returned; both the difference tests and the TOSTs
+    are corrected over it with :func:`holm`. The verdict at level ``alpha``:
+    "concat better" or "add better" if the corrected difference test
+    rejects, else "equivalent" if the corrected TOST rejects (the difference
+    lies within ``±margin``), else "undecided".
+    """
+    design = Design.from_dict(results["design"])
+    acc = cell_accuracy(results, step)
+    rows = []
+    for length, d_model, n_layers in design.regimes:
+        for code in ("sinusoidal", "learned"):
+            key_c = (length, d_model, n_layers, f"{code}-concat")
+            key_a = (length, d_model, n_layers, f"{code}-add")
+            if key_c not in acc or key_a not in acc:
+                continue
+            concat, added = acc[key_c], acc[key_a]
+            diff, low, high = difference_interval(concat, added)
+            p = welch_test(concat, added)[2]
+            p_tost = tost(concat, added, design.margin)[0]
+            ceiling = min(concat.mean(), added.mean()) >= design.ceiling
+            rows.append(
+                [
+                    length,
+                    d_model,
+                    n_layers,
+                    code,
+                    concat,
+                    added,
+                    diff,
+                    low,
+                    high,
+                    p,
+                    p_tost,
+                    ceiling,
+                ]
+            )
+    if not rows:
+        raise ValueError("results hold no pair of concatenated and added models")
+    p_holm = holm([r[9] for r in rows])
+    p_tost_holm = holm([r[10] for r in rows])
+    comparisons = []
+    for r, ph, pth in zip(rows, p_holm, p_tost_holm, strict=True):
+        diff = r[6]
+        if ph < design.alpha:
+            verdict = "concat better" if diff > 0 else "add better"
+        elif pth < design.alpha:
+            verdict = "equivalent"
+        else:
+            verdict = "undecided"
+        comparisons.append(Comparison(*r[:9], r[9], float(ph), r[10], float(pth), r[11], verdict))
+    return comparisons
+
+
+def budget_curve(
+    results: dict[str, Any], length: int, d_model: int, n_layers: int, code: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated minus added, with its 95 % Welch interval, at every recorded budget.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        The steps ``(n_eval,)`` and ``(3, n_eval)``: difference, low, high
+        (steps where both models have no spread give a zero-width interval).
+    """
+    code = check_choice("code", code, ("sinusoidal", "learned"))
+    cells = {
+        c["variant"]: c
+        for c in results["cells"]
+        if (c["length"], c["d_model"], c["n_layers"]) == (length, d_model, n_layers)
+    }
+    if f"{code}-concat" not in cells or f"{code}-add" not in cells:
+        raise ValueError(f"no {code} pair for L={length}, d={d_model}, {n_layers} layer(s)")
+    concat = np.asarray(cells[f"{code}-concat"]["test_accuracy"], dtype=float)
+    added = np.asarray(cells[f"{code}-add"]["test_accuracy"], dtype=float)
+    steps = np.asarray(cells[f"{code}-add"]["steps"])
+    curve = np.array([difference_interval(c, a) for c, a in zip(concat, added, strict=True)]).T
+    return steps, curve
+
+
+def format_comparisons(comparisons: Sequence[Comparison]) -> str:
+    """The comparisons as a text table, differences in points (percent of the test set)."""
+    lines = [
+        f"{'regime':<24}{'code':<11}{'concat-add':>10}  {'95% interval':>16}"
+        f"  {'p Holm':>7}  {'TOST Holm':>9}  verdict"
+    ]
+    for c in comparisons:
+        flag = " (ceiling)" if c.ceiling else ""
+        lines.append(
+            f"{c.regime:<24}{c.code:<11}{100 * c.difference:+10.1f}  "
+            f"[{100 * c.low:+6.1f}, {100 * c.high:+6.1f}]  {c.p_holm:7.3f}  "
+            f"{c.p_tost_holm:9.3f}  {c.verdict}{flag}"
+        )
+    return "\n".join(lines)
+
+
+def load_results(name: str = "ch5_experiment.json") -> dict[str, Any]:
+    """Read a results file from ``results/`` in the working directory or the nearest parent.
+
+    Examples
+    --------
+    >>> load_results("no_such_file.json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: results/no_such_file.json not found here or in any parent; ...
+    """
+    import json
+    from pathlib import Path
+
+    for folder in (Path.cwd(), *Path.cwd().parents):
+        path = folder / "results" / name
+        if path.is_file():
+            return json.loads(path.read_text())
+    raise FileNotFoundError(
+        f"results/{name} not found here or in any parent; run `make experiments`"
+    )
+
+
+def format_cells(results: dict[str, Any], confidence: float = 0.95) -> str:
+    """Every cell of a results file as a text table: rate, parameters, accuracy, steps-to-threshold.
+
+    Accuracy in percent: the mean over seeds with its Student-t interval
+    (cut to [0, 100]) and the worst seed; steps-to-threshold as the median
+    over seeds (">budget" when more than half never reach it).
+    """
+    design = Design.from_dict(results["design"])
+    reach_label = f"to {100 * design.threshold:.0f}%"
+    lines = [
+        f"{'regime':<22}{'model':<37}{'rate':>6}{'params':>7}{'gap':>7}"
+        f"{'mean %':>8}{'95% interval':>16}{'worst':>7}{reach_label:>8}"
+    ]
+    for c in results["cells"]:
+        acc = np.asarray(c["test_accuracy"][-1], dtype=float)
+        mean, low, high = mean_confidence_interval(acc, confidence)
+        low, high = max(low, 0.0), min(high, 1.0)
+        reach = np.array([np.inf if s is None else s for s in c["steps_to_threshold"]])
+        median = np.median(reach)
+        to = f">{design.steps}" if not np.isfinite(median) else f"{median:.0f}"
+        gap = c["n_parameters"] / c["reference_parameters"] - 1
+        layers = "1 layer" if c["n_layers"] == 1 else "2 layers"
+        lines.append(
+            f"{'L=' + str(c['length']) + ', d=' + str(c['d_model']) + ', ' + layers:<22}"
+            f"{c['label']:<37}{c['learning_rate']:>6g}{c['n_parameters']:>7}"
+            f"{100 * gap:>+6.1f}%{100 * mean:>8.1f}   [{100 * low:5.1f}, {100 * high:5.1f}]"
+            f"{100 * acc.min():>7.1f}{to:>8}"
+        )
+    return "\n".join(lines)

@@ -20,12 +20,20 @@ shape ``(batch, L)``, it computes
 5. a linear read-out, ``logits = h @ w_out + b_out``, trained with the mean
    softmax cross-entropy.
 
+With ``n_layers=2`` the model has a residual stream instead: two attention
+layers, each adding its output to its input, :math:`Z_1 = Z + A_1 Z W_{V1}`
+and :math:`Z_2 = Z_1 + A_2 Z_1 W_{V2}`, then mean pooling of :math:`Z_2`
+and the read-out. The position signal enters once, at the bottom, and must
+survive the first layer to be used by the second.
+
 Several independent copies of the model (one per seed) are held side by
 side along a leading axis and trained together: each copy has its own
 initialisation, its own mini-batches and its own optimiser state, and the
 copies never exchange anything. Stacking them only lets one NumPy call do
-the work of several, so five stacked seeds train faster than five separate
-models (``benchmarks/bench_model.py`` measures by how much). Copy ``m`` of a
+the work of several: on short sequences five stacked seeds train faster
+than five separate models, while on long ones (32 positions and more) the
+stacked arrays outgrow the processor's caches and separate models are
+faster (``benchmarks/bench_model.py`` measures both). Copy ``m`` of a
 stack gives the same numbers, up to rounding, as a model built with that
 seed alone.
 
@@ -49,7 +57,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .encodings import sinusoidal
-from .validation import check_choice, check_integer, check_real
+from .validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
     "COMBINES",
@@ -126,6 +134,8 @@ def check_seeds(seeds: Any) -> tuple[int, ...]:
 
 
 def _row_max(rows: np.ndarray) -> np.ndarray:
+    if rows.shape[1] > 32:  # long rows: NumPy's own reduction is faster
+        return rows.max(axis=1)
     top = rows[:, 0].copy()
     for j in range(1, rows.shape[1]):
         np.maximum(top, rows[:, j], out=top)
@@ -182,6 +192,12 @@ class AttentionClassifier:
         Base ``n`` of the sinusoidal table.
     seeds : int or sequence of int
         One seed per independent copy of the model (see the module docstring).
+    n_layers : {1, 2}
+        One attention layer pooled directly (the default), or two attention
+        layers on a residual stream; with 2, ``d_v`` must equal the input
+        width (its default) so that each layer's output can be added to its
+        input, and the layers' projections are ``w_q``, ``w_k``, ``w_v`` and
+        ``w_q2``, ``w_k2``, ``w_v2``.
     dtype : {"float64", "float32"}
         Floating-point type of the parameters and of every computation.
         ``"float32"`` (single precision) is faster (``benchmarks/bench_model.py``
@@ -234,6 +250,7 @@ class AttentionClassifier:
         embedding_scale: float = 1.0,
         base: float = 10_000.0,
         seeds: int | Sequence[int] = 0,
+        n_layers: int = 1,
         dtype: str = "float64",
     ) -> None:
         self.vocab_size = check_integer("vocab_size", vocab_size, minimum=1)
@@ -245,6 +262,7 @@ class AttentionClassifier:
         self.embedding_scale = check_real("embedding_scale", embedding_scale, positive=True)
         self.base = check_real("base", base, positive=True)
         self.seeds = check_seeds(seeds)
+        self.n_layers = check_integer("n_layers", n_layers, minimum=1, maximum=2)
         self.dtype = np.dtype(check_choice("dtype", dtype, DTYPES))
 
         if self.position == "none":
@@ -266,6 +284,11 @@ class AttentionClassifier:
         self.width = self.d_token + self.d_position if concat else self.d_token
         self.d_k = check_integer("d_k", self.width if d_k is None else d_k, minimum=1)
         self.d_v = check_integer("d_v", self.width if d_v is None else d_v, minimum=1)
+        if self.n_layers == 2 and self.d_v != self.width:
+            raise ValueError(
+                f"d_v must equal the input width ({self.width}) when n_layers is 2 "
+                f"(each layer adds its output to its input), got {self.d_v}"
+            )
         self._table = (
             sinusoidal(self.length, self.d_position, self.base).astype(self.dtype)
             if self.position == "sinusoidal"
@@ -286,6 +309,10 @@ class AttentionClassifier:
         params["w_q"] = rng.normal(scale=1 / math.sqrt(w), size=(w, self.d_k))
         params["w_k"] = rng.normal(scale=1 / math.sqrt(w), size=(w, self.d_k))
         params["w_v"] = rng.normal(scale=1 / math.sqrt(w), size=(w, self.d_v))
+        if self.n_layers == 2:
+            params["w_q2"] = rng.normal(scale=1 / math.sqrt(w), size=(w, self.d_k))
+            params["w_k2"] = rng.normal(scale=1 / math.sqrt(w), size=(w, self.d_k))
+            params["w_v2"] = rng.normal(scale=1 / math.sqrt(w), size=(w, self.d_v))
         params["w_out"] = rng.normal(scale=1 / math.sqrt(self.d_v), size=(self.d_v, self.n_classes))
         params["b_out"] = np.zeros(self.n_classes)
         return params
@@ -315,7 +342,8 @@ class AttentionClassifier:
         return (
             f"AttentionClassifier(position={self.position!r}{how}, d_token={self.d_token}, "
             f"d_position={self.d_position}, width={self.width}, d_k={self.d_k}, "
-            f"d_v={self.d_v}, n_parameters={self.n_parameters}, n_models={self.n_models}, "
+            f"d_v={self.d_v}, n_layers={self.n_layers}, n_parameters={self.n_parameters}, "
+            f"n_models={self.n_models}, "
             f"dtype={self.dtype.name!r})"
         )
 
@@ -366,6 +394,8 @@ class AttentionClassifier:
                 shape = (n, batch, length, self.d_position)
                 z = np.concatenate([x, np.broadcast_to(table, shape)], axis=-1)
         z2 = z.reshape(n, batch * length, self.width)
+        if self.n_layers == 2:
+            return self._forward_deep(z2, batch)
         # Q, K and V in one product with the three projections side by side.
         dk = self.d_k
         qkv = z2 @ np.concatenate([p["w_q"], p["w_k"], p["w_v"]], axis=-1)
@@ -379,6 +409,55 @@ class AttentionClassifier:
         h = (a_bar[:, None, :] @ v).reshape(n, batch, self.d_v)
         logits = h @ p["w_out"] + p["b_out"][:, None, :]
         cache = {"z2": z2, "q": q, "k": k, "v": v, "a": a, "a_bar": a_bar, "h": h}
+        return logits, cache
+
+    def _layer(
+        self, z2: np.ndarray, suffix: str, batch: int
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """One attention layer of the residual stream: ``A (z W_V)``, ``(n, batch * L, d_v)``."""
+        p, n, length, dk = self.params, self.n_models, self.length, self.d_k
+        w_qkv = np.concatenate([p["w_q" + suffix], p["w_k" + suffix], p["w_v" + suffix]], -1)
+        qkv = z2 @ w_qkv
+        q = qkv[:, :, :dk].reshape(n * batch, length, dk)
+        k = qkv[:, :, dk : 2 * dk].reshape(n * batch, length, dk)
+        v = qkv[:, :, 2 * dk :].reshape(n * batch, length, self.d_v)
+        a = _softmax_last(q @ k.transpose(0, 2, 1) / math.sqrt(dk))
+        h = (a @ v).reshape(n, batch * length, self.d_v)
+        return h, {"z2": z2, "q": q, "k": k, "v": v, "a": a, "w_qkv": w_qkv}
+
+    def _layer_backward(
+        self, d_h: np.ndarray, c: dict[str, np.ndarray], suffix: str, batch: int, grads: dict
+    ) -> np.ndarray:
+        """Gradients of one layer's projections (into ``grads``) and ``d loss / d z``."""
+        n, length, dk = self.n_models, self.length, self.d_k
+        d_h = d_h.reshape(n * batch, length, self.d_v)
+        a, q, k, v = c["a"], c["q"], c["k"], c["v"]
+        d_a = d_h @ v.transpose(0, 2, 1)
+        d_val = (a.transpose(0, 2, 1) @ d_h).reshape(n, batch * length, self.d_v)
+        weighted = (a * d_a).reshape(-1, length)
+        d_s = a * (d_a - _row_sum(weighted).reshape(n * batch, length, 1))
+        d_s /= math.sqrt(dk)
+        d_q = (d_s @ k).reshape(n, batch * length, dk)
+        d_k = (d_s.transpose(0, 2, 1) @ q).reshape(n, batch * length, dk)
+        d_qkv = np.concatenate([d_q, d_k, d_val], axis=-1)
+        g_qkv = c["z2"].transpose(0, 2, 1) @ d_qkv
+        grads["w_q" + suffix] = g_qkv[:, :, :dk]
+        grads["w_k" + suffix] = g_qkv[:, :, dk : 2 * dk]
+        grads["w_v" + suffix] = g_qkv[:, :, 2 * dk :]
+        return d_qkv @ c["w_qkv"].transpose(0, 2, 1)
+
+    def _forward_deep(self, z2: np.ndarray, batch: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Two layers on a residual stream, mean pooling of the stream, read-out."""
+        p, n, length = self.params, self.n_models, self.length
+        h1, c1 = self._layer(z2, "", batch)
+        z_mid = z2 + h1
+        h2, c2 = self._layer(z_mid, "2", batch)
+        top = (z_mid + h2).reshape(n * batch, length, self.width)
+        pooled = (np.full((1, length), 1.0 / length, dtype=top.dtype) @ top).reshape(
+            n, batch, self.width
+        )
+        logits = pooled @ p["w_out"] + p["b_out"][:, None, :]
+        cache = {"z2": z2, "a": c1["a"], "h": pooled, "layer1": c1, "layer2": c2}
         return logits, cache
 
     def logits(self, tokens: Any) -> np.ndarray:
@@ -411,8 +490,15 @@ class AttentionClassifier:
         return self._accuracy(tokens, self._check_labels(labels, tokens))
 
     def _accuracy(self, tokens: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        predicted = self._forward(tokens)[0].argmax(axis=-1)
-        return (predicted == labels).mean(axis=-1)
+        # In chunks of sequences, so that long sequences and many copies fit in memory.
+        chunk = max(1, 2**16 // (self.n_models * self.length))
+        batch = tokens.shape[-2]
+        correct = np.zeros(self.n_models)
+        for start in range(0, batch, chunk):
+            part = tokens[..., start : start + chunk, :]
+            predicted = self._forward(part)[0].argmax(axis=-1)
+            correct += (predicted == labels[..., start : start + chunk]).sum(axis=-1)
+        return correct / batch
 
     def loss(self, tokens: Any, labels: Any) -> np.ndarray:
         """Mean softmax cross-entropy (natural log) of every copy, ``(n_models,)``."""
@@ -471,6 +557,15 @@ class AttentionClassifier:
             "w_out": h.transpose(0, 2, 1) @ d_logits,
             "b_out": (np.ones(batch, dtype=d_logits.dtype) @ d_logits),
         }
+        if self.n_layers == 2:
+            d_pooled = d_logits @ p["w_out"].transpose(0, 2, 1)  # (n, batch, width)
+            d_top = np.broadcast_to(
+                d_pooled[:, :, None, :] / length, (n, batch, length, self.width)
+            ).reshape(n, batch * length, self.width)
+            d_mid = d_top + self._layer_backward(d_top, c["layer2"], "2", batch, grads)
+            d_z = d_mid + self._layer_backward(d_mid, c["layer1"], "", batch, grads)
+            self._embedding_gradients(d_z, tokens, grads)
+            return loss, {name: grads[name] for name in p}
         d_h = (d_logits @ p["w_out"].transpose(0, 2, 1)).reshape(n * batch, self.d_v, 1)
 
         # Pooling: h = a_bar @ v, with a_bar the column means of A.
@@ -495,7 +590,13 @@ class AttentionClassifier:
         grads["w_v"] = g_qkv[:, :, 2 * dk :]
         w_qkv = np.concatenate([p["w_q"], p["w_k"], p["w_v"]], axis=-1)
         d_z = d_qkv @ w_qkv.transpose(0, 2, 1)  # (n, batch * L, width)
+        self._embedding_gradients(d_z, tokens, grads)
+        return loss, {name: grads[name] for name in p}
 
+    def _embedding_gradients(self, d_z: np.ndarray, tokens: np.ndarray, grads: dict) -> None:
+        """Gradients of the token (and learned position) tables from ``d loss / d Z``."""
+        n, length = self.n_models, self.length
+        batch = tokens.shape[-2]
         one_hot = np.zeros((n, batch * length, self.vocab_size), dtype=d_z.dtype)
         one_hot[np.arange(n)[:, None], np.arange(batch * length), tokens.reshape(n, -1)] = 1.0
         d_x = d_z[:, :, : self.d_token]
@@ -508,7 +609,6 @@ class AttentionClassifier:
             grads["position_embedding"] = (np.ones(batch, dtype=d_pos.dtype) @ d_pos).reshape(
                 n, length, self.d_position
             )
-        return loss, {name: grads[name] for name in p}
 
 
 class Adam:
@@ -526,8 +626,10 @@ class Adam:
     ----------
     params : dict of str to numpy.ndarray
         The float arrays to optimise; they are updated in place.
-    learning_rate : float
-        Step size :math:`\eta > 0`.
+    learning_rate : float or array_like of float
+        Step size :math:`\eta > 0`; or one step size per copy, shape
+        ``(n_models,)``, applied along the leading axis of every parameter
+        (so one stack can try several learning rates at once).
     beta1, beta2 : float
         Decay rates of the moment estimates, in ``[0, 1)``.
     eps : float
@@ -559,7 +661,26 @@ class Adam:
                     f"params[{name!r}] must be a NumPy float array, got {type(value).__name__}"
                 )
         self.params = params
-        self.learning_rate = check_real("learning_rate", learning_rate, positive=True)
+        if np.ndim(learning_rate) == 0:
+            self.learning_rate = check_real("learning_rate", learning_rate, positive=True)
+            self._rates = {name: self.learning_rate for name in params}
+        else:
+            rates = check_array("learning_rate", learning_rate, ndim=1)
+            if rates.size == 0 or not np.all(rates > 0):
+                raise ValueError(
+                    f"learning_rate must hold numbers > 0, one per copy, got {rates.tolist()}"
+                )
+            for name, value in params.items():
+                if value.ndim == 0 or value.shape[0] != rates.size:
+                    raise ValueError(
+                        f"learning_rate holds {rates.size} rates (one per copy), but "
+                        f"params[{name!r}] has shape {value.shape}"
+                    )
+            self.learning_rate = rates
+            self._rates = {
+                name: rates.reshape(-1, *([1] * (value.ndim - 1))).astype(value.dtype)
+                for name, value in params.items()
+            }
         self.beta1 = check_real("beta1", beta1, minimum=0.0)
         self.beta2 = check_real("beta2", beta2, minimum=0.0)
         for name, beta in (("beta1", self.beta1), ("beta2", self.beta2)):
@@ -588,7 +709,7 @@ class Adam:
             m += (1.0 - self.beta1) * g
             v *= self.beta2
             v += (1.0 - self.beta2) * np.square(g)
-            self.params[name] -= self.learning_rate * (m / c1) / (np.sqrt(v / c2) + self.eps)
+            self.params[name] -= self._rates[name] * (m / c1) / (np.sqrt(v / c2) + self.eps)
 
 
 @dataclass(frozen=True)
@@ -649,8 +770,8 @@ def train(
         Number of updates, ``>= 1``.
     batch_size : int
         Sequences per update, between 1 and the training-set size.
-    learning_rate : float
-        Adam step size, ``> 0``.
+    learning_rate : float or array_like of float
+        Adam step size, ``> 0``, or one per copy (see :class:`Adam`).
     eval_every : int
         Measure the test accuracy every this many steps (and after the last).
 

@@ -14,13 +14,15 @@ Two questions are asked about each sequence:
   ``second_marker``? Two classes (1 = yes); it needs only their relative
   order ("who bites whom").
 
-Training and test sets are drawn from a seeded generator and never share a
-sequence.
+Training, test and (optional) validation sets are drawn from a seeded
+generator and never share a sequence. The validation set is for choices made
+before the test (such as a learning rate), so that the test set judges
+nothing it helped to choose.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,6 +50,9 @@ class TaskData:
         Shape ``(n_train, L)`` and ``(n_test, L)``, int64; each row a permutation.
     train_labels, test_labels : numpy.ndarray
         Shape ``(n_train,)`` and ``(n_test,)``, int64, in ``[0, n_classes)``.
+    validation_tokens, validation_labels : numpy.ndarray
+        Shape ``(n_validation, L)`` and ``(n_validation,)``; empty unless
+        ``n_validation`` was asked for.
     """
 
     name: str
@@ -57,6 +62,8 @@ class TaskData:
     train_labels: np.ndarray
     test_tokens: np.ndarray
     test_labels: np.ndarray
+    validation_tokens: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
+    validation_labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def vocab_size(self) -> int:
@@ -82,6 +89,7 @@ def make_task(
     length: int = 8,
     n_train: int = 2000,
     n_test: int = 500,
+    n_validation: int = 0,
     query_position: int = 2,
     first_marker: int = 0,
     second_marker: int = 1,
@@ -94,9 +102,13 @@ def make_task(
     name : {"absolute", "relative"}
         Which question is asked (see the module docstring).
     length : int
-        Sequence length and vocabulary size ``L``, ``>= 3``.
+        Sequence length and vocabulary size ``L``, between 3 and 256.
     n_train, n_test : int
-        Sizes of the two sets, ``>= 1``; together at most ``L!``.
+        Sizes of the two sets, ``>= 1``.
+    n_validation : int
+        Size of a third set, ``>= 0``, drawn after the other two (so the
+        training and test sets do not depend on it); all three together at
+        most ``L!``.
     query_position : int
         Position asked about by ``"absolute"``, in ``[0, L)``.
     first_marker, second_marker : int
@@ -117,16 +129,17 @@ def make_task(
     True
     """
     name = check_choice("name", name, TASKS)
-    length = check_integer("length", length, minimum=3, maximum=20)
+    length = check_integer("length", length, minimum=3, maximum=256)
     n_train = check_integer("n_train", n_train, minimum=1)
     n_test = check_integer("n_test", n_test, minimum=1)
+    n_validation = check_integer("n_validation", n_validation, minimum=0)
     total = 1
     for j in range(2, length + 1):
         total *= j
-    if n_train + n_test > total:
+    if n_train + n_test + n_validation > total:
         raise ValueError(
-            f"n_train + n_test must be at most {length}! = {total} (distinct sequences), "
-            f"got {n_train + n_test}"
+            f"n_train + n_test + n_validation must be at most {length}! = {total} "
+            f"(distinct sequences), got {n_train + n_test + n_validation}"
         )
     query_position = check_integer("query_position", query_position, minimum=0, maximum=length - 1)
     first = check_integer("first_marker", first_marker, minimum=0, maximum=length - 1)
@@ -136,7 +149,7 @@ def make_task(
     seed = check_integer("seed", seed, minimum=0)
 
     rng = np.random.default_rng(seed)
-    wanted = n_train + n_test
+    wanted = n_train + n_test + n_validation
     rows = np.empty((0, length), dtype=np.int64)
     while rows.shape[0] < wanted:
         draw = rng.permuted(np.tile(np.arange(length), (2 * wanted, 1)), axis=1)
@@ -153,8 +166,10 @@ def make_task(
         n_classes=n_classes,
         train_tokens=rows[:n_train],
         train_labels=labels[:n_train],
-        test_tokens=rows[n_train:],
-        test_labels=labels[n_train:],
+        test_tokens=rows[n_train : n_train + n_test],
+        test_labels=labels[n_train : n_train + n_test],
+        validation_tokens=rows[n_train + n_test :],
+        validation_labels=labels[n_train + n_test :],
     )
 
 

@@ -25,8 +25,11 @@ from .encoding import (
 )
 from .experiment import (
     accuracy_figure,
+    budget_figure,
+    comparison_figure,
     cosine_figure,
     learning_curve_figure,
+    power_figure,
     readout_figure,
     score_term_figure,
 )
@@ -71,6 +74,8 @@ __all__ = [
     "alibi_figure",
     "angle_error_figure",
     "binary_sinusoidal_figure",
+    "budget_figure",
+    "comparison_figure",
     "cosine_distance_offset_figure",
     "cosine_figure",
     "decay_bound_figure",
@@ -95,6 +100,7 @@ __all__ = [
     "plot_spacings",
     "plot_wavelengths",
     "pooled_vectors",
+    "power_figure",
     "property_grid",
     "readout_figure",
     "rope_score_figure",

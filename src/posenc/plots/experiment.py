@@ -13,14 +13,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..experiment import SCORE_TERMS, SummaryRow
+from ..experiment import SCORE_TERMS, Comparison, SummaryRow
 from ..validation import check_array
 from .style import QUALITATIVE, detached
 
 __all__ = [
     "accuracy_figure",
+    "budget_figure",
+    "comparison_figure",
     "cosine_figure",
     "learning_curve_figure",
+    "power_figure",
     "readout_figure",
     "score_term_figure",
 ]
@@ -307,4 +310,139 @@ def learning_curve_figure(
         ax.set_title(f"{task} task")
     axes[0, -1].legend(frameon=False, fontsize="small", loc="lower right")
     fig.suptitle("Learning curves: mean over seeds, band from lowest to highest seed")
+    return detached(fig)
+
+
+def comparison_figure(comparisons: Sequence[Comparison], margin: float) -> Figure:
+    """Concatenated minus added, with its 95 % Welch interval, for every regime and code.
+
+    Parameters
+    ----------
+    comparisons : sequence of Comparison
+        From :func:`posenc.experiment.compare_design`.
+    margin : float
+        The equivalence margin (an accuracy difference), drawn as a grey band.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axis per code; one row per regime; hollow markers for
+        comparisons at the ceiling.
+    """
+    if not comparisons:
+        raise ValueError("comparisons must not be empty")
+    codes = list(dict.fromkeys(c.code for c in comparisons))
+    regimes = list(dict.fromkeys(c.regime for c in comparisons))
+    fig, axes = plt.subplots(
+        1,
+        len(codes),
+        figsize=(4.4 * len(codes) + 1.4, 0.42 * len(regimes) + 1.6),
+        layout="constrained",
+        squeeze=False,
+        sharey=True,
+    )
+    for ax, code, colour in zip(axes[0], codes, (_colour(0), _colour(1)), strict=False):
+        ax.axvspan(
+            -100 * margin,
+            100 * margin,
+            color="0.88",
+            zorder=0,
+            label=f"equivalence margin ±{100 * margin:g}",
+        )
+        ax.axvline(0, color="0.4", linewidth=1)
+        for c in comparisons:
+            if c.code != code:
+                continue
+            y = len(regimes) - 1 - regimes.index(c.regime)
+            ax.errorbar(
+                100 * c.difference,
+                y,
+                xerr=[[100 * (c.difference - c.low)], [100 * (c.high - c.difference)]],
+                fmt="o",
+                capsize=3,
+                color=colour,
+                markerfacecolor="white" if c.ceiling else colour,
+            )
+        ax.set_yticks(range(len(regimes)), regimes[::-1])
+        ax.set_xlabel("concatenated minus added (accuracy points)")
+        ax.set_title(f"{code} codes")
+    axes[0, 0].set_ylabel("regime (length, width, layers)")
+    fig.suptitle(
+        "Difference of mean test accuracy, 95% Welch interval; grey: equivalence margin "
+        f"±{100 * margin:g} points; hollow: at the ceiling"
+    )
+    return detached(fig)
+
+
+def budget_figure(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], margin: float) -> Figure:
+    """The difference concatenated minus added against the training budget.
+
+    Parameters
+    ----------
+    curves : mapping of str to (array_like, array_like)
+        For every label, the output of :func:`posenc.experiment.budget_curve`:
+        the steps ``(n,)`` and ``(3, n)`` (difference, low, high).
+    margin : float
+        The equivalence margin, drawn as a grey band.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axis: a line per label with its interval as a band.
+    """
+    if not curves:
+        raise ValueError("curves must hold at least one label")
+    fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
+    ax.axhspan(-100 * margin, 100 * margin, color="0.88", zorder=0, label="equivalence margin")
+    ax.axhline(0, color="0.4", linewidth=1)
+    for index, (label, (steps, curve)) in enumerate(curves.items()):
+        steps = check_array("steps", steps, ndim=1)
+        curve = check_array(f"curves[{label!r}]", curve, shape=(3, steps.size))
+        style = "-" if index % 2 == 0 else "--"
+        ax.plot(steps, 100 * curve[0], style, marker="o", color=_colour(index), label=label)
+        ax.fill_between(steps, 100 * curve[1], 100 * curve[2], color=_colour(index), alpha=0.15)
+    ax.set_xlabel("training budget (updates)")
+    ax.set_ylabel("concatenated minus added (accuracy points)")
+    ax.set_title("The main difference against the training budget, 95% Welch interval")
+    ax.legend(frameon=False, fontsize="small")
+    return detached(fig)
+
+
+def power_figure(
+    deltas: Sequence[float], powers: Mapping[int, Sequence[float]], sd: float
+) -> Figure:
+    """Power of a two-sample t test against the true difference, one line per seed count.
+
+    Parameters
+    ----------
+    deltas : sequence of float
+        True differences (accuracy, not points).
+    powers : mapping of int to sequence of float
+        For every number of seeds per model, the power at each delta.
+    sd : float
+        The seed-to-seed standard deviation assumed (shown in the title).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = power_figure([0.0, 0.1], {5: [0.05, 0.3], 20: [0.05, 0.8]}, 0.1)
+    >>> len(fig.axes[0].get_lines())
+    3
+    """
+    deltas = check_array("deltas", deltas, ndim=1)
+    if not powers:
+        raise ValueError("powers must hold at least one seed count")
+    fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+    for index, (n, values) in enumerate(sorted(powers.items())):
+        values = check_array(f"powers[{n}]", values, shape=(deltas.size,))
+        ax.plot(100 * deltas, 100 * values, color=_colour(index), label=f"{n} seeds per model")
+    ax.axhline(80, color="0.5", linewidth=1, linestyle=":", label="80% power")
+    ax.set_xlabel("true difference of mean accuracy (points)")
+    ax.set_ylabel("power: chance of a significant result (%)")
+    ax.set_ylim(0, 102)
+    ax.set_title(f"Two-sided t test at 5%, seed-to-seed spread {100 * sd:.1f} points")
+    ax.legend(frameon=False, fontsize="small")
     return detached(fig)
