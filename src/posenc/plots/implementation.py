@@ -168,7 +168,7 @@ def plot_float_precision(positions: Any, errors: Mapping[str, Any]) -> Figure:
         Shape ``(m,)``, ``> 0``: the first position of each window.
     errors : mapping of str to array_like
         Label of a method to its largest absolute error in each window,
-        measured against the float64 code with exactly formed angles
+        measured against the float64 code with accurately formed angles
         (:func:`posenc.variants.sinusoidal_at`), shape ``(m,)``, ``> 0``; at
         most eight methods.
 
@@ -188,7 +188,7 @@ def plot_float_precision(positions: Any, errors: Mapping[str, Any]) -> Figure:
         errors,
         xlabel="first position k of the window (positions)",
         ylabel="largest absolute error over the columns (no unit)",
-        title="Error of the code against the float64 code with exact angles",
+        title="Error of the code against the float64 code, accurate angles",
     )
     ax.legend()
     return detached(fig)
