@@ -321,19 +321,19 @@ def rotary_score(q: Any, k: Any, offsets: Any, *, base: float = 10_000.0) -> np.
 def rope_decay_bound(offsets: Any, d: int, base: float = 10_000.0) -> np.ndarray:
     r"""The long-term decay bound of RoFormer, section 3.4.3, per offset.
 
-    With :math:`h_i = q_i \overline{k_i}` (complex pairs, as in
+    With :math:`g_i = q_i \overline{k_i}` (complex pairs, as in
     :func:`rotary_score`) and the partial sums
-    :math:`S_j = \sum_{i=0}^{j-1} e^{\mathrm{i}\phi\theta_i}`, summation by
+    :math:`C_j = \sum_{i=0}^{j-1} e^{\mathrm{i}\phi\theta_i}`, summation by
     parts gives, for every ``q`` and ``k``,
 
     .. math::
 
-        \Big|\sum_{i=0}^{d/2-1} h_i e^{\mathrm{i}\phi\theta_i}\Big|
-        \le \Big(\max_i |h_{i+1} - h_i|\Big) \sum_{j=1}^{d/2} |S_j|
-        \qquad (h_{d/2} = 0).
+        \Big|\sum_{i=0}^{d/2-1} g_i e^{\mathrm{i}\phi\theta_i}\Big|
+        \le \Big(\max_i |g_{i+1} - g_i|\Big) \sum_{j=1}^{d/2} |C_j|
+        \qquad (g_{d/2} = 0).
 
     This function returns the relative bound the paper plots (its figure
-    2), :math:`\frac{1}{d/2}\sum_{j=1}^{d/2} |S_j|`, which depends on the
+    2), :math:`\frac{1}{d/2}\sum_{j=1}^{d/2} |C_j|`, which depends on the
     offset, the width and the base only. It equals ``(d/2 + 1) / 2`` at
     offset 0 and decays, with oscillations, as ``|offset|`` grows. It is a
     bound: a given pair ``q, k`` need not decay at all.

@@ -154,7 +154,7 @@ def decay_bound_figure(offsets: Any, bounds: Mapping[str, Any]) -> Figure:
     for (label, values), colour in zip(bounds.items(), QUALITATIVE, strict=False):
         ax.plot(offsets, values, color=colour, label=label, linewidth=1.2)
     ax.set_xlabel("offset $a - b$, query minus key (positions)")
-    ax.set_ylabel(r"relative bound $(2/d_k)\,\sum_j |S_j|$ (no unit)")
+    ax.set_ylabel(r"relative bound $(2/d_k)\,\sum_j |C_j|$ (no unit)")
     ax.set_title("RoFormer's long-term decay bound")
     ax.grid(True, alpha=0.3)
     ax.legend()
@@ -315,7 +315,7 @@ class RopeView:
             [],
             color=QUALITATIVE[0],
             linewidth=1.0,
-            label=r"|score| of $q = k = (1, \dots, 1)/\sqrt{d_k}$",
+            label=r"|score| of $q = \kappa = (1, \dots, 1)/\sqrt{d_k}$",
         )
         self.marker = self.ax.axvline(1, color="black", linewidth=1.0, linestyle="--")
         self.ax.set_xscale("log")
