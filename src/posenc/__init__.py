@@ -12,6 +12,7 @@ Submodules are named by what they hold:
 * :mod:`posenc.analysis`: the code's closed forms as functions of the offset,
   and decoding positions back from codes (chapter 2);
 * :mod:`posenc.tables`: small tables shown as HTML in the book and as text;
+* :mod:`posenc.scaling`: context extension of rotary embeddings (chapter 7);
 * :mod:`posenc.validation`: the argument checks every public function uses.
 """
 
@@ -27,6 +28,7 @@ from .encodings import (
     sinusoidal,
     wavelengths,
 )
+from .scaling import scaled_frequencies, yarn_attention_factor
 from .similarity import cosine_distance_matrix, cosine_similarity_matrix, dot_product_matrix
 
 __version__ = "0.1.0"
@@ -43,8 +45,10 @@ __all__ = [
     "index_over_length_encoding",
     "one_hot_encoding",
     "relative_rotation",
+    "scaled_frequencies",
     "self_attention",
     "sinusoidal",
     "softmax",
     "wavelengths",
+    "yarn_attention_factor",
 ]
