@@ -151,12 +151,17 @@ def _log_softmax(logits: Any) -> Any:
 
 
 def _rotate(x: Any, cos: np.ndarray, sin: np.ndarray) -> Any:
-    """Rotate interleaved pairs of the last axis of ``x`` ``(..., L, d_h)`` by the angles."""
-    shape = x.shape
-    pairs = anp.reshape(x, (*shape[:-1], shape[-1] // 2, 2))
-    even, odd = pairs[..., 0], pairs[..., 1]
-    turned = anp.stack([even * cos - odd * sin, even * sin + odd * cos], axis=-1)
-    return anp.reshape(turned, shape)
+    """Rotate interleaved pairs ``(2i, 2i+1)`` of ``x`` ``(..., L, d_h)``.
+
+    ``cos`` and ``sin`` are ``(L, d_h / 2)``. Written as
+    ``x * cos + (x @ R) * sin`` with the fixed matrix ``R`` that maps each
+    pair ``(a, b)`` to ``(-b, a)``, so autograd sees no item access.
+    """
+    d_h = x.shape[-1]
+    turn = np.zeros((d_h, d_h))
+    turn[np.arange(1, d_h, 2), np.arange(0, d_h, 2)] = -1.0  # new even entry = -odd
+    turn[np.arange(0, d_h, 2), np.arange(1, d_h, 2)] = 1.0  # new odd entry = even
+    return x * np.repeat(cos, 2, axis=-1) + (x @ turn) * np.repeat(sin, 2, axis=-1)
 
 
 class CausalTransformer:
@@ -192,7 +197,7 @@ class CausalTransformer:
         Every array has a leading axis of length ``n_models``:
         ``token_embedding`` ``(M, V, d)``, ``position_embedding``
         ``(M, max_length, d)`` (learned only), per layer ``l``
-        ``w_qkv_l`` ``(M, d, 3d)``, ``w_o_l`` ``(M, d, d)`` and ``t5_bias_l``
+        ``w_q_l``, ``w_k_l``, ``w_v_l`` and ``w_o_l`` ``(M, d, d)`` and ``t5_bias_l``
         ``(M, H, buckets)`` (T5 only), ``w_out`` ``(M, d, C)``, ``b_out`` ``(M, C)``.
 
     Examples
@@ -260,7 +265,8 @@ class CausalTransformer:
                 scale=1 / math.sqrt(2), size=(self.max_length, d)
             )
         for layer in range(self.n_layers):
-            params[f"w_qkv_{layer}"] = rng.normal(scale=1 / math.sqrt(d), size=(d, 3 * d))
+            for name in "qkv":
+                params[f"w_{name}_{layer}"] = rng.normal(scale=1 / math.sqrt(d), size=(d, d))
             params[f"w_o_{layer}"] = rng.normal(scale=1 / math.sqrt(d), size=(d, d))
             if self.position == "t5":
                 params[f"t5_bias_{layer}"] = np.zeros((self.n_heads, self.t5_buckets))
@@ -328,7 +334,11 @@ class CausalTransformer:
         """Logits ``(M, batch, L, C)`` for checked tokens ``(M, batch, L)``."""
         m, batch, length = tokens.shape
         h, dh = self.n_heads, self.d_head
-        x = params["token_embedding"][np.arange(m)[:, None, None], tokens]
+        # Gathers are written as products with one-hot matrices and every
+        # contraction as a batched matmul: autograd differentiates both
+        # without np.add.at or einsum, which are many times slower here.
+        one_hot = np.eye(self.vocab_size)[tokens]  # (M, batch, L, V)
+        x = one_hot @ params["token_embedding"][:, None]
         if self.position == "sinusoidal":
             x = x + sinusoidal(length, self.d_model, self.base)
         elif self.position == "learned":
@@ -340,26 +350,34 @@ class CausalTransformer:
             bias = mask - self.slopes[:, None, None] * np.maximum(rows - cols, 0)
         if self.position == "rope":
             cos, sin = self._rope_tables(length, freqs)
-        buckets = t5_causal_bucket(
-            rows - cols, num_buckets=self.t5_buckets, max_distance=self.t5_max_distance
-        )
+        if self.position == "t5":
+            buckets = t5_causal_bucket(
+                rows - cols, num_buckets=self.t5_buckets, max_distance=self.t5_max_distance
+            )
+            bucket_one_hot = np.eye(self.t5_buckets)[buckets.reshape(-1)].T  # (buckets, L * L)
         scale = logit_scale / math.sqrt(dh)
         for layer in range(self.n_layers):
-            qkv = anp.einsum("mbld,mde->mble", x, params[f"w_qkv_{layer}"])
-            qkv = anp.transpose(anp.reshape(qkv, (m, batch, length, 3, h, dh)), (3, 0, 1, 4, 2, 5))
-            q, k, v = qkv[0], qkv[1], qkv[2]  # (M, batch, H, L, d_h)
+            q, k, v = (
+                anp.transpose(
+                    anp.reshape(x @ params[f"w_{n}_{layer}"][:, None], (m, batch, length, h, dh)),
+                    (0, 1, 3, 2, 4),
+                )
+                for n in "qkv"
+            )  # each (M, batch, H, L, d_h)
             if self.position == "rope":
                 q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
-            scores = anp.einsum("mbhid,mbhjd->mbhij", q, k) * scale
+            scores = (q @ anp.swapaxes(k, -1, -2)) * scale
             if self.position == "t5":
-                table = params[f"t5_bias_{layer}"]  # (M, H, buckets)
-                scores = scores + (table[:, :, buckets] + mask)[:, None]
+                table = anp.reshape(
+                    params[f"t5_bias_{layer}"] @ bucket_one_hot, (m, 1, h, length, length)
+                )
+                scores = scores + table + mask
             else:
                 scores = scores + bias
-            heads = anp.einsum("mbhij,mbhjd->mbhid", _softmax(scores), v)
+            heads = _softmax(scores) @ v
             merged = anp.reshape(anp.transpose(heads, (0, 1, 3, 2, 4)), (m, batch, length, h * dh))
-            x = x + anp.einsum("mbld,mde->mble", merged, params[f"w_o_{layer}"])
-        logits = anp.einsum("mbld,mdc->mblc", x, params["w_out"])
+            x = x + merged @ params[f"w_o_{layer}"][:, None]
+        logits = x @ params["w_out"][:, None]
         return logits + params["b_out"][:, None, None, :]
 
     def logits(

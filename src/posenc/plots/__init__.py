@@ -29,6 +29,7 @@ from .experiment import (
     readout_figure,
     score_term_figure,
 )
+from .extrapolation import extension_figure, extrapolation_figure, scale_factor_figure
 from .implementation import (
     plot_float_precision,
     plot_layouts,
@@ -64,6 +65,8 @@ __all__ = [
     "detached",
     "distance_by_offset",
     "dot_product_offset_figure",
+    "extension_figure",
+    "extrapolation_figure",
     "frequency_wavelength_figure",
     "learning_curve_figure",
     "plot_columns_against_position",
@@ -82,6 +85,7 @@ __all__ = [
     "pooled_vectors",
     "property_grid",
     "readout_figure",
+    "scale_factor_figure",
     "score_term_figure",
     "separation_figure",
     "shift_fit_figure",
