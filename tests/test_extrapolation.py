@@ -56,7 +56,8 @@ def test_accuracy_at():
     per_position = [[None, 1.0, 1.0, 0.0, 0.0], [None, 1.0, 0.5, 0.5, 0.0]]
     np.testing.assert_allclose(accuracy_at(per_position, 3), [1.0, 0.75])
     np.testing.assert_allclose(accuracy_at(per_position, 5, beyond=3), [0.0, 0.25])
-    np.testing.assert_allclose(accuracy_at([[None, 1.0, None]], 3), [1.0])
+    np.testing.assert_allclose(accuracy_at([[None, 1.0, None]], 2), [1.0])
+    assert np.isnan(accuracy_at([[None, 1.0, None]], 3)).all()
     with pytest.raises(ValueError, match="length"):
         accuracy_at(per_position, 6)
 

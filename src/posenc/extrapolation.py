@@ -331,23 +331,29 @@ def accuracy_at(per_position: Any, length: int, *, beyond: int | None = None) ->
     """Per-seed accuracy on test sequences of ``length``, ``(n_seeds,)``.
 
     ``per_position`` is ``(n_seeds, max_length)`` with NaN (or ``None``) at
-    unscored positions. The mean is over scored positions ``< length``; with
-    ``beyond``, only over positions ``>= beyond`` (those never seen in
-    training). A seed whose positions cannot be run (learned codes past their
-    table) gives NaN.
+    the unscored positions at the start of the sequence and at the positions
+    the model cannot run at the end (learned codes past their table). The
+    mean is over scored positions ``< length``; with ``beyond``, only over
+    positions ``>= beyond`` (those never seen in training). If ``length``
+    reaches past the positions the model can run, the result is NaN.
 
     Examples
     --------
     >>> accuracy_at([[None, 1.0, 0.5, 0.0]], 3)
     array([0.75])
+    >>> accuracy_at([[None, 1.0, None, None]], 3)
+    array([nan])
     """
     array = np.array(per_position, dtype=np.float64)
     length = check_integer("length", length, minimum=1, maximum=array.shape[-1])
     start = 0 if beyond is None else check_integer("beyond", beyond, minimum=0, maximum=length - 1)
-    window = array[:, start:length]
-    scored = ~np.all(np.isnan(array), axis=0)[start:length]
-    window = window[:, scored]
-    if np.isnan(window).any():
+    # Unscored positions lead the sequence (NaN in every seed); NaN columns
+    # after the last number are positions the model cannot run.
+    has_number = ~np.all(np.isnan(array), axis=0)
+    if not has_number.any() or length > np.flatnonzero(has_number)[-1] + 1:
+        return np.full(array.shape[0], np.nan)
+    window = array[:, start:length][:, has_number[start:length]]
+    if window.size == 0 or np.isnan(window).any():
         return np.full(array.shape[0], np.nan)
     return window.mean(axis=1)
 

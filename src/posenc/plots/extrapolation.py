@@ -61,7 +61,11 @@ def extrapolation_figure(
         raise ValueError("results must hold at least one task")
     lengths = np.asarray(lengths, dtype=float)
     fig, axes = plt.subplots(
-        1, len(results), figsize=(4.6 * len(results), 4.0), layout="constrained", squeeze=False
+        1,
+        len(results),
+        figsize=(4.2 * len(results) + 1.6, 4.0),
+        layout="constrained",
+        squeeze=False,
     )
     for ax, (task, methods) in zip(axes[0], results.items(), strict=True):
         for index, (method, rows) in enumerate(methods.items()):
@@ -85,7 +89,9 @@ def extrapolation_figure(
         ax.set_xlabel("test length (tokens; dashed: training length)")
         ax.set_ylabel("accuracy (share of answers; dotted: chance)")
         ax.set_title(f"task: {task}")
-    axes[0, -1].legend(loc="lower left", fontsize="small", title="position")
+    axes[0, -1].legend(
+        loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title="position"
+    )
     return detached(fig)
 
 
@@ -151,7 +157,11 @@ def extension_figure(
     if not results:
         raise ValueError("results must hold at least one task")
     fig, axes = plt.subplots(
-        1, len(results), figsize=(4.6 * len(results), 4.0), layout="constrained", squeeze=False
+        1,
+        len(results),
+        figsize=(4.2 * len(results) + 1.8, 4.0),
+        layout="constrained",
+        squeeze=False,
     )
     for ax, (task, variants) in zip(axes[0], results.items(), strict=True):
         width = 0.8 / len(variants)
@@ -172,5 +182,5 @@ def extension_figure(
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("accuracy (share of answers; dotted: chance)")
         ax.set_title(f"task: {task}")
-    axes[0, -1].legend(loc="upper right", fontsize="x-small")
+    axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
     return detached(fig)
