@@ -11,12 +11,17 @@ Submodules are named by what they hold:
   checked by a measurement (chapter 1);
 * :mod:`posenc.analysis`: the code's closed forms as functions of the offset,
   and decoding positions back from codes (chapter 2);
+* :mod:`posenc.rotary`: rotary position embeddings (RoPE), their two
+  column layouts, angle precision and the long-term decay bound (chapter 6);
+* :mod:`posenc.biases`: position as a bias on the score: Shaw's clipped
+  offsets, T5's buckets, ALiBi's slopes (chapter 6);
 * :mod:`posenc.tables`: small tables shown as HTML in the book and as text;
 * :mod:`posenc.scaling`: context extension of rotary embeddings (chapter 7);
 * :mod:`posenc.validation`: the argument checks every public function uses.
 """
 
 from .attention import causal_mask, self_attention, softmax
+from .biases import alibi_bias, alibi_slopes, shaw_relative_indices, t5_relative_bucket
 from .encodings import (
     LAYOUTS,
     binary_encoding,
@@ -28,6 +33,7 @@ from .encodings import (
     sinusoidal,
     wavelengths,
 )
+from .rotary import apply_rotary
 from .scaling import scaled_frequencies, yarn_attention_factor
 from .similarity import cosine_distance_matrix, cosine_similarity_matrix, dot_product_matrix
 
@@ -35,6 +41,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LAYOUTS",
+    "alibi_bias",
+    "alibi_slopes",
+    "apply_rotary",
     "binary_encoding",
     "causal_mask",
     "cosine_distance_matrix",
@@ -47,8 +56,10 @@ __all__ = [
     "relative_rotation",
     "scaled_frequencies",
     "self_attention",
+    "shaw_relative_indices",
     "sinusoidal",
     "softmax",
+    "t5_relative_bucket",
     "wavelengths",
     "yarn_attention_factor",
 ]

@@ -1,4 +1,5 @@
-"""Interactive explorers of the sinusoidal encoding, built with ipywidgets.
+"""Interactive explorers of the sinusoidal encoding (and, for chapter 6, of RoPE's
+score and decay bound: :func:`rope_explorer`), built with ipywidgets.
 
 Each explorer is a :class:`ipywidgets.VBox` holding sliders for the width
 ``d``, the base ``n``, the length ``L`` and a position ``k``, above a
@@ -49,17 +50,21 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from .plots.encoding import MEASURES, EncodingView, ProjectionView, SimilarityView
+from .plots.inside import RopeView
 from .validation import check_choice, check_integer, check_real
 
 __all__ = [
     "BASE_RANGE",
     "DEFAULTS",
+    "ROPE_DEFAULTS",
     "EncodingExplorer",
     "Explorer",
     "ProjectionExplorer",
+    "RopeExplorer",
     "SimilarityExplorer",
     "encoding_explorer",
     "projection_explorer",
+    "rope_explorer",
     "similarity_explorer",
 ]
 
@@ -415,3 +420,138 @@ def projection_explorer(
     """
     settings = _check_explorer_args(length, d_model, base, position, max_length, max_d_model)
     return ProjectionExplorer(**settings)
+
+
+#: Default settings of the RoPE explorer (chapter 6), where its latency is measured.
+ROPE_DEFAULTS = {"d": 128, "base": 10_000.0, "offset": 100}
+
+
+class RopeExplorer(widgets.VBox):
+    """Sliders for the base ``n``, the head width ``d_k`` and an offset, above the
+    RoPE score of an evenly spread pair and its decay bound (:class:`RopeView`).
+
+    The axes are fixed (logarithmic, offsets 1 to ``max_offset``), so the
+    frame (axes, ticks, labels, legend) is rendered once. A change of ``n``
+    or ``d_k`` (on release) recomputes the two curves and draws them over the
+    kept frame; a change of the offset (continuous, while dragging) only
+    moves the marker and rewrites the title.
+
+    Attributes
+    ----------
+    base_slider, d_slider, offset_slider : ipywidgets widgets
+    image : ipywidgets.Image
+    view : RopeView
+    redraws, full_redraws : int
+    """
+
+    def __init__(self, d: int, base: float, offset: int, *, max_d: int, max_offset: int) -> None:
+        self.view = view = RopeView(d, base, offset, max_offset=max_offset, max_d=max_d)
+        self.redraws = 0
+        self.full_redraws = 0
+        view.figure.set_dpi(DPI)
+        self._canvas = FigureCanvasAgg(view.figure)
+        view.figure.draw_without_rendering()  # constrained layout, once
+        view.figure.set_layout_engine("none")
+        for artist in (*view.data_artists, *view.moving_artists):
+            artist.set_animated(True)
+        self._canvas.draw()
+        self._frame = self._canvas.copy_from_bbox(view.figure.bbox)
+        self.full_redraws = 1
+        self._under_marker = None
+        self.base_slider = _slider(
+            widgets.FloatLogSlider,
+            "n (base)",
+            base,
+            1.0,
+            math.log10(BASE_RANGE[1]),
+            base=10,
+            step=0.01,
+            readout_format=",.6g",
+        )
+        self.d_slider = _slider(widgets.IntSlider, "d_k (head width)", d, 2, max_d, step=2)
+        self.offset_slider = _slider(
+            widgets.IntSlider, "offset a - b", offset, 1, max_offset, continuous_update=True
+        )
+        self.image = widgets.Image(format="png")
+        self.base_slider.observe(self._on_curve_change, names="value")
+        self.d_slider.observe(self._on_curve_change, names="value")
+        self.offset_slider.observe(self._on_offset_change, names="value")
+        controls = widgets.HBox(
+            [widgets.VBox([self.base_slider, self.d_slider]), widgets.VBox([self.offset_slider])]
+        )
+        super().__init__(children=[controls, self.image])
+        self._render_data()
+
+    def _on_curve_change(self, change) -> None:
+        self.view.update(self.d_slider.value, self.base_slider.value)
+        self._render_data()
+
+    def _on_offset_change(self, change) -> None:
+        self.view.set_offset(self.offset_slider.value)
+        self._render_offset()
+
+    def _render_data(self) -> None:
+        figure, canvas = self.view.figure, self._canvas
+        canvas.restore_region(self._frame)
+        for artist in self.view.data_artists:
+            figure.draw_artist(artist)
+        self._under_marker = canvas.copy_from_bbox(figure.bbox)
+        self._render_offset()
+
+    def _render_offset(self) -> None:
+        figure, canvas = self.view.figure, self._canvas
+        canvas.restore_region(self._under_marker)
+        for artist in self.view.moving_artists:
+            figure.draw_artist(artist)
+        self.image.value = _png(canvas)
+        self.redraws += 1
+
+
+def rope_explorer(
+    *,
+    d: int = ROPE_DEFAULTS["d"],
+    base: float = ROPE_DEFAULTS["base"],
+    offset: int = ROPE_DEFAULTS["offset"],
+    max_d: int = 256,
+    max_offset: int = 8192,
+) -> RopeExplorer:
+    """The RoPE score and its decay bound against the offset, live (chapter 6).
+
+    Parameters
+    ----------
+    d : int, optional
+        Starting head width ``d_k``, even, in ``[2, max_d]``.
+    base : float, optional
+        Starting base ``n``, in ``[10, 1e6]``.
+    offset : int, optional
+        Starting marked offset, in ``[1, max_offset]``.
+    max_d : int, optional
+        End of the width slider, even, in ``[2, 2048]``.
+    max_offset : int, optional
+        Largest offset drawn and end of the offset slider, in ``[1, 65536]``.
+
+    Returns
+    -------
+    RopeExplorer
+
+    Examples
+    --------
+    >>> explorer = rope_explorer(d=16, offset=10, max_d=32, max_offset=100)
+    >>> explorer.d_slider.value = 32
+    >>> explorer.view.settings["d"]
+    32
+    >>> rope_explorer(d=7)
+    Traceback (most recent call last):
+        ...
+    ValueError: d must be an even integer in [2, 256], got 7
+    """
+    max_d = check_integer("max_d", max_d, minimum=2, maximum=_LARGEST_MAXIMUM)
+    if max_d % 2:
+        raise ValueError(f"max_d must be an even integer in [2, {_LARGEST_MAXIMUM}], got {max_d}")
+    d = check_integer("d", d, minimum=2, maximum=max_d)
+    if d % 2:
+        raise ValueError(f"d must be an even integer in [2, {max_d}], got {d}")
+    base = check_real("base", base, minimum=10.0, maximum=BASE_RANGE[1])
+    max_offset = check_integer("max_offset", max_offset, minimum=1, maximum=65_536)
+    offset = check_integer("offset", offset, minimum=1, maximum=max_offset)
+    return RopeExplorer(d, base, offset, max_d=max_d, max_offset=max_offset)

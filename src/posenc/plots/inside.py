@@ -1,0 +1,374 @@
+"""Figures of chapter 6, position inside attention (Shaw, T5, RoPE, ALiBi, NoPE).
+
+Every function draws numbers computed by :mod:`posenc.rotary`,
+:mod:`posenc.biases` or the notebook and returns a
+:class:`matplotlib.figure.Figure`, already closed in pyplot. :class:`RopeView`
+is the figure of the RoPE explorer (:func:`posenc.widgets.rope_explorer`) and
+of its static version in the book; it redraws in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..rotary import rope_decay_bound, rotary_score
+from ..validation import check_array, check_integer, check_real
+from .style import CMAP_DIVERGING, CMAP_SEQUENTIAL, QUALITATIVE, detached
+
+__all__ = [
+    "RopeView",
+    "alibi_figure",
+    "angle_error_figure",
+    "decay_bound_figure",
+    "rope_score_figure",
+    "shaw_clip_figure",
+    "t5_bucket_figure",
+]
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+#: Smallest value the logarithmic axis of :class:`RopeView` shows.
+FLOOR = 1e-3
+
+
+def _check_series(x_name: str, x: Any, series: Mapping[str, Any]):
+    x = check_array(x_name, x, ndim=1)
+    if not isinstance(series, Mapping) or not series:
+        raise TypeError(f"series must be a non-empty mapping of label to values, got {series!r}")
+    if len(series) > len(QUALITATIVE):
+        raise ValueError(f"at most {len(QUALITATIVE)} series can be drawn, got {len(series)}")
+    return x, {
+        str(label): check_array(f"series {label!r}", values, shape=(x.size,))
+        for label, values in series.items()
+    }
+
+
+def shaw_clip_figure(offsets: Any, clipped: Any, max_relative_position: int) -> Figure:
+    """The offset ``j - i`` and its clipped value, side by side, as heat maps.
+
+    Parameters
+    ----------
+    offsets, clipped : array_like
+        Shape ``(length, length)`` each: ``j - i`` and ``clip(j - i, -k, k)``.
+    max_relative_position : int
+        The clipping distance ``k``, for the title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> off = np.arange(6)[None, :] - np.arange(6)[:, None]
+    >>> fig = shaw_clip_figure(off, np.clip(off, -2, 2), 2)
+    >>> len(fig.axes)
+    3
+    """
+    offsets = check_array("offsets", offsets, ndim=2)
+    clipped = check_array("clipped", clipped, shape=offsets.shape)
+    k = check_integer("max_relative_position", max_relative_position, minimum=0)
+    limit = max(float(np.abs(offsets).max()), 1.0)
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 4.2), layout="constrained", sharey=True)
+    for ax, table, title in (
+        (axes[0], offsets, "offset $b - a$"),
+        (axes[1], clipped, f"clipped to $[-{k}, {k}]$: one learned vector each"),
+    ):
+        image = ax.imshow(
+            table, cmap=CMAP_DIVERGING, vmin=-limit, vmax=limit, interpolation="nearest"
+        )
+        ax.set_title(title)
+        ax.set_xlabel("key position $b$ (tokens)")
+    axes[0].set_ylabel("query position $a$ (tokens)")
+    fig.colorbar(image, ax=axes, label="offset (positions)")
+    return detached(fig)
+
+
+def t5_bucket_figure(offsets: Any, buckets: Mapping[str, Any], max_distance: int) -> Figure:
+    """T5's bucket against the offset, one step line per setting.
+
+    Parameters
+    ----------
+    offsets : array_like of int
+        Shape ``(n,)``, offsets ``key - query``.
+    buckets : mapping of str to array_like
+        Label to buckets of the same shape.
+    max_distance : int
+        Drawn as dotted lines at ``±max_distance``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from posenc import t5_relative_bucket
+    >>> off = np.arange(-200, 201)
+    >>> fig = t5_bucket_figure(off, {"T5": t5_relative_bucket(off)}, 128)
+    >>> fig.axes[0].get_ylabel()
+    'bucket (index)'
+    """
+    offsets, buckets = _check_series("offsets", offsets, buckets)
+    max_distance = check_integer("max_distance", max_distance, minimum=1)
+    fig, ax = plt.subplots(figsize=(8.0, 4.2), layout="constrained")
+    for (label, values), colour in zip(buckets.items(), QUALITATIVE, strict=False):
+        ax.step(offsets, values, where="mid", color=colour, label=label, linewidth=1.6)
+    for x in (-max_distance, max_distance):
+        ax.axvline(x, color="black", linestyle=":", linewidth=1)
+    ax.set_xlabel("offset: key position - query position (positions)")
+    ax.set_ylabel("bucket (index)")
+    ax.set_title(f"Exact buckets near zero, logarithmic ones up to ±{max_distance} (dotted)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower left")
+    return detached(fig)
+
+
+def decay_bound_figure(offsets: Any, bounds: Mapping[str, Any]) -> Figure:
+    """The relative decay bound of RoFormer against the offset, one line per setting.
+
+    Parameters
+    ----------
+    offsets : array_like
+        Shape ``(n,)``.
+    bounds : mapping of str to array_like
+        Label to :func:`~posenc.rotary.rope_decay_bound` values.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from posenc.rotary import rope_decay_bound
+    >>> off = np.arange(0, 100)
+    >>> fig = decay_bound_figure(off, {"b = 1e4": rope_decay_bound(off, 128)})
+    >>> fig.axes[0].get_xlabel()
+    'offset $a - b$, query minus key (positions)'
+    """
+    offsets, bounds = _check_series("offsets", offsets, bounds)
+    fig, ax = plt.subplots(figsize=(8.0, 4.2), layout="constrained")
+    for (label, values), colour in zip(bounds.items(), QUALITATIVE, strict=False):
+        ax.plot(offsets, values, color=colour, label=label, linewidth=1.2)
+    ax.set_xlabel("offset $a - b$, query minus key (positions)")
+    ax.set_ylabel(r"relative bound $(2/d_k)\,\sum_j |S_j|$ (no unit)")
+    ax.set_title("RoFormer's long-term decay bound")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return detached(fig)
+
+
+def angle_error_figure(positions: Any, errors: Mapping[str, Any]) -> Figure:
+    """Largest error of the RoPE angles at each position, per number format, log scale.
+
+    Parameters
+    ----------
+    positions : array_like
+        Shape ``(n,)``, positive.
+    errors : mapping of str to array_like
+        Label to the largest absolute angle error (radians) at each position;
+        zeros are drawn at the bottom of the axis.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = angle_error_figure(np.arange(1, 5), {"float16": np.array([0, 1e-3, 0, 1.0])})
+    >>> fig.axes[0].get_yscale()
+    'log'
+    """
+    positions, errors = _check_series("positions", positions, errors)
+    fig, ax = plt.subplots(figsize=(8.0, 4.2), layout="constrained")
+    floor = 1e-9
+    for (label, values), colour, marker in zip(errors.items(), QUALITATIVE, _MARKERS, strict=False):
+        ax.plot(
+            positions,
+            np.maximum(values, floor),
+            color=colour,
+            marker=marker,
+            markersize=3,
+            linestyle="none",
+            label=label,
+        )
+    ax.axhline(np.pi, color="black", linestyle="--", linewidth=1)
+    ax.text(positions.min(), np.pi * 1.3, r"$\pi$: the angle is meaningless", fontsize="small")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(floor / 2, 30)
+    ax.set_xlabel("position $a$ (tokens, log scale)")
+    ax.set_ylabel("largest angle error over the pairs (radians)")
+    ax.set_title(f"RoPE angles computed in low precision (errors below {floor:g} drawn at it)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="lower right")
+    return detached(fig)
+
+
+def alibi_figure(bias: Any, slopes: Any) -> Figure:
+    """ALiBi's bias per head as heat maps, one panel per head, with its slope.
+
+    Parameters
+    ----------
+    bias : array_like
+        Shape ``(n_heads, length, length)``, non-positive.
+    slopes : array_like
+        Shape ``(n_heads,)``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from posenc import alibi_bias, alibi_slopes
+    >>> fig = alibi_figure(alibi_bias(8, 6), alibi_slopes(6))
+    >>> len(fig.axes)
+    7
+    """
+    bias = check_array("bias", bias, ndim=3)
+    slopes = check_array("slopes", slopes, shape=(bias.shape[0],))
+    n_heads = bias.shape[0]
+    columns = 3 if n_heads % 3 == 0 and n_heads % 4 else min(n_heads, 4)
+    rows = -(-n_heads // columns)
+    fig, axes = plt.subplots(
+        rows,
+        columns,
+        figsize=(2.6 * columns + 1.2, 2.6 * rows + 0.6),
+        layout="constrained",
+        squeeze=False,
+    )
+    low = float(bias.min()) if bias.size else -1.0
+    for h, ax in enumerate(axes.flat):
+        if h >= n_heads:
+            ax.set_axis_off()
+            continue
+        image = ax.imshow(bias[h], cmap=CMAP_SEQUENTIAL, vmin=low, vmax=0.0)
+        ax.set_title(f"head {h}: slope $2^{{{np.log2(slopes[h]):g}}}$", fontsize="medium")
+        ax.set_xlabel("key $b$ (tokens)")
+        ax.set_ylabel("query $a$ (tokens)")
+    fig.colorbar(image, ax=axes, label=r"bias $-m_h\,|a - b|$ (added to the score)")
+    return detached(fig)
+
+
+class RopeView:
+    """The score of RoPE for one pair against the offset, under its decay bound.
+
+    The pair is ``q = k = (1, ..., 1) / sqrt(d)``, for which ``|q| = |k| = 1``
+    and every pair of columns carries the same weight ``h_i = 2/d``. Then
+    the score is ``(2/d) sum_i cos(phi theta_i)`` and the RoFormer bound for
+    this pair equals the relative bound of
+    :func:`~posenc.rotary.rope_decay_bound` exactly. Both are drawn in
+    absolute value against the offset on logarithmic axes (values below
+    :data:`FLOOR` at it): every offset up to 256, then about a thousand
+    offsets spread evenly on the logarithmic axis up to ``max_offset``
+    (``offsets``). A marker shows one offset and the title gives both values
+    there, computed for that offset.
+
+    The axes do not depend on ``d``, the base or the marked offset, so a
+    redraw never has to lay out or render the frame again.
+
+    Parameters
+    ----------
+    d : int
+        Head width, even, ``2 <= d <= max_d``.
+    base : float
+        The base ``n``, ``> 0``.
+    offset : int
+        The marked offset, ``1 <= offset <= max_offset``.
+    max_offset : int
+        The offsets drawn are ``1, ..., max_offset``; ``>= 1``.
+    max_d : int
+        The largest width the view will show, which fixes the y axis.
+
+    Examples
+    --------
+    >>> view = RopeView(64, 10_000.0, 100, max_offset=500)
+    >>> view.update(32, 500_000.0)
+    >>> int(view.score_line.get_xdata()[-1])
+    500
+    >>> view.set_offset(1)
+    >>> view.marker.get_xdata()
+    [1, 1]
+    """
+
+    def __init__(
+        self, d: int, base: float, offset: int, *, max_offset: int = 8192, max_d: int = 256
+    ) -> None:
+        self.max_d = check_integer("max_d", max_d, minimum=2)
+        self.max_offset = check_integer("max_offset", max_offset, minimum=1)
+        # Every offset up to 256, then about 1,000 offsets spread evenly on the
+        # logarithmic axis: the same picture at a tenth of the cost.
+        spread = np.geomspace(1, self.max_offset, 1024).round().astype(np.int64)
+        self.offsets = np.union1d(np.arange(1, min(256, self.max_offset) + 1), spread)
+        fig = detached(plt.figure(figsize=(8.0, 4.4), layout="constrained"))
+        self.figure = fig
+        self.ax = fig.add_subplot()
+        (self.bound_line,) = self.ax.plot(
+            [], [], color=QUALITATIVE[1], linewidth=1.6, label="RoFormer bound for this pair"
+        )
+        (self.score_line,) = self.ax.plot(
+            [],
+            [],
+            color=QUALITATIVE[0],
+            linewidth=1.0,
+            label=r"|score| of $q = k = (1, \dots, 1)/\sqrt{d_k}$",
+        )
+        self.marker = self.ax.axvline(1, color="black", linewidth=1.0, linestyle="--")
+        self.ax.set_xscale("log")
+        self.ax.set_yscale("log")
+        self.ax.set_xlim(1, self.max_offset)
+        self.ax.set_ylim(FLOOR, (self.max_d / 2 + 1) / 2 * 1.5)
+        self.ax.set_xlabel("offset $a - b$, query minus key (positions, log scale)")
+        self.ax.set_ylabel("|score|, bound (no unit, log scale)")
+        self.ax.grid(True, which="major", alpha=0.3)
+        self.ax.legend(loc="lower left")
+        self.title = self.ax.set_title("", fontsize="medium")
+        self.data_artists = (self.bound_line, self.score_line)
+        self.moving_artists = (self.marker, self.title)
+        self.offset = check_integer("offset", offset, minimum=1, maximum=self.max_offset)
+        self.update(d, base)
+
+    def update(self, d: int, base: float) -> None:
+        """Recompute the curves for a new width and base (no new figure)."""
+        d = check_integer("d", d, minimum=2, maximum=self.max_d)
+        if d % 2:
+            raise ValueError(f"d must be an even integer >= 2 (pairs of columns), got {d}")
+        base = check_real("base", base, positive=True)
+        q = np.full(d, 1.0 / np.sqrt(d))
+        self.score = rotary_score(q, q, self.offsets, base=base)
+        self.bound = rope_decay_bound(self.offsets, d, base)
+        self.settings = {"d": d, "base": base}
+        self.bound_line.set_data(self.offsets, np.maximum(self.bound, FLOOR))
+        self.score_line.set_data(self.offsets, np.maximum(np.abs(self.score), FLOOR))
+        self.set_offset(self.offset)
+
+    def set_offset(self, offset: int) -> None:
+        """Move the marker to ``offset`` and give both values there in the title."""
+        offset = check_integer("offset", offset, minimum=1, maximum=self.max_offset)
+        self.offset = offset
+        self.marker.set_xdata([offset, offset])
+        q = np.full(self.settings["d"], 1.0 / np.sqrt(self.settings["d"]))
+        score = rotary_score(q, q, [offset], base=self.settings["base"])[0]
+        bound = rope_decay_bound([offset], self.settings["d"], self.settings["base"])[0]
+        self.title.set_text(
+            f"RoPE, $d_k = {self.settings['d']}$, base $n = {self.settings['base']:,.6g}$; "
+            f"offset {offset}: score {score:.3f}, bound {bound:.2f}"
+        )
+
+
+def rope_score_figure(
+    d: int, base: float = 10_000.0, offset: int = 100, max_offset: int = 8192
+) -> Figure:
+    """The figure of :class:`RopeView`, static: what the RoPE explorer shows.
+
+    Examples
+    --------
+    >>> fig = rope_score_figure(128, 10_000.0, 50, max_offset=200)
+    >>> fig.axes[0].get_yscale()
+    'log'
+    """
+    return RopeView(d, base, offset, max_offset=max_offset, max_d=max(int(d), 2)).figure

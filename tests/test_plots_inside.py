@@ -1,0 +1,119 @@
+"""Tests of posenc.plots.inside: each figure of chapter 6 draws the data it is given."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from posenc import alibi_bias, alibi_slopes, plots, t5_relative_bucket
+from posenc.plots import inside
+from posenc.rotary import rope_decay_bound, rotary_score
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def test_exported_from_plots_package():
+    for name in inside.__all__:
+        assert getattr(plots, name) is getattr(inside, name)
+        assert name in plots.__all__
+
+
+def test_shaw_clip_draws_both_tables_on_one_centred_scale():
+    off = np.arange(10)[None, :] - np.arange(10)[:, None]
+    fig = plots.shaw_clip_figure(off, np.clip(off, -3, 3), 3)
+    left, right = (ax.images[0] for ax in fig.axes[:2])
+    np.testing.assert_array_equal(left.get_array(), off)
+    np.testing.assert_array_equal(right.get_array(), np.clip(off, -3, 3))
+    assert left.get_clim() == (-9.0, 9.0) == right.get_clim()
+    assert all(ax.get_xlabel() for ax in fig.axes[:2]) and fig.axes[0].get_ylabel()
+    assert plt.get_fignums() == []
+
+
+def test_t5_figure_draws_buckets():
+    off = np.arange(-150, 151)
+    enc = t5_relative_bucket(off)
+    fig = plots.t5_bucket_figure(off, {"enc": enc}, 128)
+    (line,) = [ln for ln in fig.axes[0].lines if ln.get_label() == "enc"]
+    np.testing.assert_array_equal(line.get_xdata(), off)
+    np.testing.assert_array_equal(line.get_ydata(), enc)
+    assert sorted(ln.get_xdata()[0] for ln in fig.axes[0].lines if ln.get_linestyle() == ":") == [
+        -128,
+        128,
+    ]
+
+
+def test_decay_figure_draws_bounds():
+    off = np.arange(0, 300)
+    b = {"a": rope_decay_bound(off, 64), "b": rope_decay_bound(off, 64, 5e5)}
+    fig = plots.decay_bound_figure(off, b)
+    lines = fig.axes[0].lines
+    for line, values in zip(lines, b.values(), strict=True):
+        np.testing.assert_array_equal(line.get_ydata(), values)
+    assert "(positions)" in fig.axes[0].get_xlabel()
+
+
+def test_angle_error_figure_floors_zeros_on_log_axes():
+    fig = plots.angle_error_figure(np.arange(1, 5), {"f16": np.array([0.0, 1e-3, 0.5, 2.0])})
+    ax = fig.axes[0]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    np.testing.assert_array_equal(ax.lines[0].get_ydata(), [1e-9, 1e-3, 0.5, 2.0])
+    assert "radians" in ax.get_ylabel()
+
+
+def test_alibi_figure_one_panel_per_head_shared_scale():
+    bias, slopes = alibi_bias(8, 5), alibi_slopes(5)
+    fig = plots.alibi_figure(bias, slopes)
+    images = [ax.images[0] for ax in fig.axes if ax.images]
+    assert len(images) == 5
+    for h, image in enumerate(images):
+        np.testing.assert_array_equal(image.get_array(), bias[h])
+        assert image.get_clim() == (bias.min(), 0.0)
+        assert image.get_cmap().name == "viridis"
+
+
+def test_rope_view_draws_score_and_bound():
+    view = plots.RopeView(32, 10_000.0, 150, max_offset=2000, max_d=64)
+    off = view.offsets
+    assert np.array_equal(off[:256], np.arange(1, 257)) and off[-1] == 2000
+    q = np.full(32, 1 / np.sqrt(32))
+    np.testing.assert_allclose(view.score, rotary_score(q, q, off))
+    np.testing.assert_array_equal(view.bound, rope_decay_bound(off, 32))
+    np.testing.assert_array_equal(
+        view.score_line.get_ydata(), np.maximum(np.abs(view.score), inside.FLOOR)
+    )
+    # for this pair the RoFormer bound is the relative bound itself
+    assert np.all(np.abs(view.score) <= view.bound + 1e-12)
+    at_150 = rotary_score(q, q, [150])[0], rope_decay_bound([150], 32)[0]
+    assert f"offset 150: score {at_150[0]:.3f}, bound {at_150[1]:.2f}" in view.title.get_text()
+    limits = view.ax.get_xlim(), view.ax.get_ylim()
+    view.update(64, 500_000.0)
+    view.set_offset(2000)
+    assert (view.ax.get_xlim(), view.ax.get_ylim()) == limits  # the frame never moves
+    np.testing.assert_array_equal(view.marker.get_xdata(), [2000, 2000])
+    with pytest.raises(ValueError, match="even"):
+        view.update(33, 1e4)
+    with pytest.raises(ValueError, match="d must be"):
+        view.update(66, 1e4)
+    with pytest.raises(ValueError, match="offset"):
+        view.set_offset(2001)
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda: plots.shaw_clip_figure(np.zeros((3, 3)), np.zeros((3, 4)), 1), ValueError),
+        (lambda: plots.t5_bucket_figure(np.arange(3), {}, 8), TypeError),
+        (lambda: plots.decay_bound_figure(np.arange(3), {"a": np.ones(4)}), ValueError),
+        (lambda: plots.alibi_figure(np.zeros((2, 3, 3)), np.ones(3)), ValueError),
+    ],
+)
+def test_bad_input(call, error):
+    with pytest.raises(error):
+        call()
