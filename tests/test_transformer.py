@@ -148,3 +148,26 @@ def test_bad_model_arguments():
     with pytest.raises(ValueError, match="tokens"):
         small("nope").logits(np.full((1, 4), 6))
     assert isinstance(LengthBatch, type)
+
+
+def test_private_position_helpers_agree_with_chapter_6_functions():
+    """The model's ALiBi slopes, T5 buckets and rotation equal posenc's public versions."""
+    from posenc import apply_rotary
+    from posenc.biases import alibi_slopes, t5_relative_bucket
+    from posenc.encodings import frequencies
+    from posenc.transformer import _rotate
+
+    for heads in (1, 2, 3, 4, 5, 6, 8, 12):
+        np.testing.assert_allclose(alibi_slopes_reference(heads), alibi_slopes(heads), rtol=1e-15)
+    distance = np.arange(-4, 200)
+    for buckets, reach in ((16, 16), (16, 64), (32, 128)):
+        ours = t5_causal_bucket(distance, num_buckets=buckets, max_distance=reach)
+        theirs = t5_relative_bucket(
+            -distance, bidirectional=False, num_buckets=buckets, max_distance=reach
+        )
+        np.testing.assert_array_equal(ours, theirs)
+    x = np.random.default_rng(0).normal(size=(3, 12, 8))
+    angles = np.arange(12)[:, None] * frequencies(8, 10_000.0)[None, :]
+    np.testing.assert_allclose(
+        _rotate(x, np.cos(angles), np.sin(angles)), apply_rotary(x), rtol=1e-13, atol=1e-14
+    )

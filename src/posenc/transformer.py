@@ -90,8 +90,9 @@ def alibi_slopes_reference(n_heads: int) -> np.ndarray:
     :math:`k = 1..h`; otherwise the slopes of the nearest lower power of two
     followed by every other slope of the next power (repository
     ``ofirpress/attention_with_linear_biases``, ``fairseq/models/transformer.py``,
-    ``get_slopes``). A private copy of the rule for this model, kept so the
-    model does not depend on chapter 6's module.
+    ``get_slopes``). The same numbers as :func:`posenc.biases.alibi_slopes`
+    (``tests/test_transformer.py`` compares them); kept here because this
+    model was written before that module existed.
 
     Examples
     --------
