@@ -128,7 +128,7 @@ browser-test: $(STAMP) system-deps
 experiments: experiments-ch7
 
 # Chapter 7: every position method trained at one length and tested at 1x, 2x, 4x,
-# plus the RoPE context extensions (at most 15 minutes on two idle cores).
+# plus the RoPE context extensions, in two worker processes with a progress bar.
 experiments-ch7: $(STAMP)
 	$(BIN)/python -m posenc.extrapolation results/ch7_extrapolation.json
 
