@@ -28,7 +28,7 @@ help:
 	@echo "make notebooks  re-execute every chapter notebook in place"
 	@echo "make lab        open JupyterLab on the course environment"
 	@echo "make bench      run the benchmarks"
-	@echo "make experiments  re-run chapter 5's experiment into results/ch5_*.json"
+	@echo "make experiments  re-run the heavy experiment grids into results/ (minutes)"
 	@echo "make browser-test  open the built book (and the notebooks in JupyterLab) in headless Chromium"
 	@echo "make system-deps   install the Debian packages the tests need (chromium, bubblewrap)"
 	@echo "make assignments  build the student and autograder versions of the assignments"
@@ -140,6 +140,16 @@ system-deps:
 # in Debian's headless Chromium, offline, at 1280 px.
 browser-test: $(STAMP) system-deps
 	$(BIN)/python -m pytest tests/browser -p no:cacheprovider
+
+# The heavy experiment grids, each writing a committed results file that its
+# chapter reads and a test spot-checks. Each chapter adds its own part.
+.PHONY: experiments experiments-ch7
+experiments: experiments-ch7
+
+# Chapter 7: every position method trained at one length and tested at 1x, 2x, 4x,
+# plus the RoPE context extensions, in two worker processes with a progress bar.
+experiments-ch7: $(STAMP)
+	$(BIN)/python -m posenc.extrapolation results/ch7_extrapolation.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks chapters assignments _ext tools

@@ -16,6 +16,7 @@ Submodules are named by what they hold:
 * :mod:`posenc.biases`: position as a bias on the score: Shaw's clipped
   offsets, T5's buckets, ALiBi's slopes (chapter 6);
 * :mod:`posenc.tables`: small tables shown as HTML in the book and as text;
+* :mod:`posenc.scaling`: context extension of rotary embeddings (chapter 7);
 * :mod:`posenc.validation`: the argument checks every public function uses.
 """
 
@@ -33,6 +34,7 @@ from .encodings import (
     wavelengths,
 )
 from .rotary import apply_rotary
+from .scaling import scaled_frequencies, yarn_attention_factor
 from .similarity import cosine_distance_matrix, cosine_similarity_matrix, dot_product_matrix
 
 __version__ = "0.1.0"
@@ -52,10 +54,12 @@ __all__ = [
     "index_over_length_encoding",
     "one_hot_encoding",
     "relative_rotation",
+    "scaled_frequencies",
     "self_attention",
     "shaw_relative_indices",
     "sinusoidal",
     "softmax",
     "t5_relative_bucket",
     "wavelengths",
+    "yarn_attention_factor",
 ]

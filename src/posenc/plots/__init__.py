@@ -33,6 +33,7 @@ from .experiment import (
     readout_figure,
     score_term_figure,
 )
+from .extrapolation import extension_figure, extrapolation_figure, scale_factor_figure
 from .implementation import (
     plot_float_precision,
     plot_layouts,
@@ -83,6 +84,8 @@ __all__ = [
     "detached",
     "distance_by_offset",
     "dot_product_offset_figure",
+    "extension_figure",
+    "extrapolation_figure",
     "frequency_wavelength_figure",
     "learning_curve_figure",
     "plot_columns_against_position",
@@ -104,6 +107,7 @@ __all__ = [
     "property_grid",
     "readout_figure",
     "rope_score_figure",
+    "scale_factor_figure",
     "score_term_figure",
     "separation_figure",
     "shaw_clip_figure",

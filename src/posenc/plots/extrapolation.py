@@ -1,0 +1,186 @@
+"""Figures of chapter 7, length extrapolation and context extension.
+
+Each function returns a :class:`matplotlib.figure.Figure`; the numbers come
+from :mod:`posenc.extrapolation` and :mod:`posenc.scaling`, the functions
+only draw them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..validation import check_array
+from .style import QUALITATIVE, detached
+
+__all__ = ["extension_figure", "extrapolation_figure", "scale_factor_figure"]
+
+_PALETTE = tuple(c for c in QUALITATIVE if c not in ("#F0E442", "#000000"))
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+
+
+def _interval_rows(name: str, rows: Sequence[Sequence[float]]) -> np.ndarray:
+    array = check_array(name, rows, ndim=2, finite=False)
+    if array.shape[1] != 3:
+        raise ValueError(f"{name} must have rows (mean, low, high), got shape {array.shape}")
+    return array
+
+
+def extrapolation_figure(
+    results: Mapping[str, Mapping[str, Sequence[Sequence[float]]]],
+    lengths: Sequence[int],
+    *,
+    train_length: int,
+    chance: float,
+) -> Figure:
+    """Accuracy against test length, one panel per task, one line per method.
+
+    Parameters
+    ----------
+    results : mapping task -> mapping method -> rows ``(mean, low, high)``
+        One row per entry of ``lengths``; NaN where a method cannot run.
+    lengths : sequence of int
+        The test lengths (tokens).
+    train_length : int
+        Drawn as a dashed vertical line.
+    chance : float
+        Accuracy of a uniform guess, drawn as a dotted line.
+
+    Examples
+    --------
+    >>> fig = extrapolation_figure(
+    ...     {"t": {"a": [[1, 1, 1], [0.5, 0.4, 0.6]]}}, [16, 32], train_length=16, chance=0.1
+    ... )
+    >>> len(fig.axes)
+    1
+    """
+    if not results:
+        raise ValueError("results must hold at least one task")
+    lengths = np.asarray(lengths, dtype=float)
+    fig, axes = plt.subplots(
+        1,
+        len(results),
+        figsize=(4.2 * len(results) + 1.6, 4.0),
+        layout="constrained",
+        squeeze=False,
+    )
+    for ax, (task, methods) in zip(axes[0], results.items(), strict=True):
+        for index, (method, rows) in enumerate(methods.items()):
+            rows = _interval_rows(f"results[{task!r}][{method!r}]", rows)
+            ok = ~np.isnan(rows[:, 0])
+            shift = 1.0 + 0.02 * (index - len(methods) / 2)  # keep error bars apart
+            ax.errorbar(
+                lengths[ok] * shift,
+                rows[ok, 0],
+                yerr=[rows[ok, 0] - rows[ok, 1], rows[ok, 2] - rows[ok, 0]],
+                color=_PALETTE[index % len(_PALETTE)],
+                marker=_MARKERS[index % len(_MARKERS)],
+                capsize=3,
+                label=method,
+            )
+        ax.axvline(train_length, color="0.4", linestyle="--", linewidth=1)
+        ax.axhline(chance, color="0.4", linestyle=":", linewidth=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(lengths, [f"{int(n)}" for n in lengths])
+        ax.set_ylim(-0.02, 1.05)
+        ax.set_xlabel("test length (tokens; dashed: training length)")
+        ax.set_ylabel("accuracy (share of answers; dotted: chance)")
+        ax.set_title(f"task: {task}")
+    axes[0, -1].legend(
+        loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title="position"
+    )
+    return detached(fig)
+
+
+def scale_factor_figure(factors: Mapping[str, Sequence[float]], *, factor: float) -> Figure:
+    """Per-pair frequency divisor of each context-extension rule.
+
+    Parameters
+    ----------
+    factors : mapping method -> array ``(d/2,)``
+        :func:`posenc.scaling.scale_factors` of each rule.
+    factor : float
+        The extension, drawn as a dotted line (full interpolation).
+
+    Examples
+    --------
+    >>> fig = scale_factor_figure({"linear": [2, 2], "ntk": [1, 2]}, factor=2)
+    >>> len(fig.axes[0].lines)
+    3
+    """
+    if not factors:
+        raise ValueError("factors must hold at least one method")
+    fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
+    for index, (method, values) in enumerate(factors.items()):
+        values = check_array(f"factors[{method!r}]", values, ndim=1)
+        ax.plot(
+            np.arange(values.size),
+            values,
+            marker=_MARKERS[index % len(_MARKERS)],
+            color=_PALETTE[index % len(_PALETTE)],
+            label=method,
+        )
+    ax.axhline(factor, color="0.4", linestyle=":", linewidth=1)
+    ax.set_xlabel("rotary pair i (0 = fastest)")
+    ax.set_ylabel("frequency divided by (θ_i / θ'_i)")
+    ax.set_title(f"How each rule rescales the pairs, extension factor {factor:g}")
+    ax.legend(fontsize="small")
+    return detached(fig)
+
+
+def extension_figure(
+    results: Mapping[str, Mapping[str, Sequence[Sequence[float]]]],
+    factors: Sequence[int],
+    *,
+    chance: float,
+) -> Figure:
+    """RoPE accuracy at the longer lengths under each extension, one panel per task.
+
+    Parameters
+    ----------
+    results : mapping task -> mapping variant -> rows ``(mean, low, high)``
+        One row per entry of ``factors``.
+    factors : sequence of int
+        The extension factors (test length over training length).
+    chance : float
+        Drawn as a dotted line.
+
+    Examples
+    --------
+    >>> fig = extension_figure({"t": {"none": [[0.5, 0.4, 0.6]]}}, [2], chance=0.1)
+    >>> len(fig.axes)
+    1
+    """
+    if not results:
+        raise ValueError("results must hold at least one task")
+    fig, axes = plt.subplots(
+        1,
+        len(results),
+        figsize=(4.2 * len(results) + 1.8, 4.0),
+        layout="constrained",
+        squeeze=False,
+    )
+    for ax, (task, variants) in zip(axes[0], results.items(), strict=True):
+        width = 0.8 / len(variants)
+        for index, (variant, rows) in enumerate(variants.items()):
+            rows = _interval_rows(f"results[{task!r}][{variant!r}]", rows)
+            x = np.arange(len(factors)) + (index - (len(variants) - 1) / 2) * width
+            ax.bar(
+                x,
+                rows[:, 0],
+                width,
+                yerr=[rows[:, 0] - rows[:, 1], rows[:, 2] - rows[:, 0]],
+                color=_PALETTE[index % len(_PALETTE)],
+                capsize=2,
+                label=variant,
+            )
+        ax.axhline(chance, color="0.4", linestyle=":", linewidth=1)
+        ax.set_xticks(np.arange(len(factors)), [f"{f}× training length" for f in factors])
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("accuracy (share of answers; dotted: chance)")
+        ax.set_title(f"task: {task}")
+    axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+    return detached(fig)

@@ -1,0 +1,617 @@
+r"""A small causal transformer with six ways to supply position (chapter 7).
+
+This module extends the model of :mod:`posenc.model` from one bidirectional
+attention head that classifies a whole sequence to a causal language-model
+style network that answers at every position, so that a model trained on
+sequences of length ``L`` can be run on longer ones. It keeps the habits of
+:mod:`posenc.model` and imports its pieces rather than copying them:
+
+* independent copies of the model (one per seed) are stacked along a leading
+  axis and trained together, each with its own initialisation
+  (``numpy.random.default_rng([0, seed])``), its own data and its own
+  optimiser state (:class:`posenc.model.Adam`, which updates every entry on
+  its own);
+* the seeds and token arrays are checked by :func:`posenc.model.check_seeds`
+  and :func:`posenc.model.check_index_array`, every other argument by
+  :mod:`posenc.validation`;
+* gradients are checked against central finite differences
+  (:func:`gradient_check`, as :func:`posenc.model.gradient_check` does).
+
+What is new is how the gradients are obtained: a multi-layer, multi-head
+network with six position methods would need six hand-written backward
+passes, so the forward pass is written once with ``autograd.numpy`` and
+differentiated by the ``autograd`` package (reverse mode over plain NumPy;
+no GPU framework). The softmax is therefore written with ``autograd.numpy``
+operations instead of reusing :func:`posenc.model._softmax_last`, which
+updates arrays in place and cannot be traced.
+
+The network, for tokens ``(batch, L)`` and model width :math:`d`:
+
+1. :math:`x_t = E[\text{token}_t]` (+ :math:`p_t`, the sinusoidal or learned
+   code, for ``position="sinusoidal"`` / ``"learned"``);
+2. ``n_layers`` times, a residual block
+   :math:`x \leftarrow x + W_O\,\mathrm{concat}_h(\mathrm{softmax}(S_h + M) V_h)`
+   with ``n_heads`` heads of width :math:`d_h = d / H`, scores
+   :math:`S_h = c\,Q_h K_h^\top / \sqrt{d_h} + B_h`, and the causal mask
+   :math:`M` (:math:`-\infty` above the diagonal);
+3. a linear read-out at every position, trained with the mean softmax
+   cross-entropy over the scored positions.
+
+Position enters in one of six ways (``POSITION_METHODS``):
+
+* ``"nope"``: nowhere; only the causal mask breaks the symmetry;
+* ``"sinusoidal"`` / ``"learned"``: added to the input (the learned table has
+  ``max_length`` rows, so the model cannot run on longer sequences);
+* ``"rope"``: queries and keys of every head rotated pair by pair
+  (interleaved pairs ``(2i, 2i+1)``, angle :math:`t\,\theta_i`); the
+  frequencies can be replaced at run time (:mod:`posenc.scaling`) and
+  :math:`c` is YaRN's temperature;
+* ``"alibi"``: :math:`B_h[i, j] = -m_h (i - j)` with the geometric slopes of
+  Press et al. (2022);
+* ``"t5"``: :math:`B_h[i, j]` a learned scalar per head and causal T5 bucket
+  of the offset :math:`i - j`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import autograd.numpy as anp
+import numpy as np
+from autograd import value_and_grad
+from threadpoolctl import threadpool_limits
+
+from .encodings import frequencies as rotary_frequencies
+from .encodings import sinusoidal
+from .lengthtasks import LengthBatch, make_length_batch
+from .model import Adam, check_index_array, check_seeds
+from .validation import check_array, check_choice, check_integer, check_real
+
+__all__ = [
+    "POSITION_METHODS",
+    "CausalTransformer",
+    "alibi_slopes_reference",
+    "gradient_check",
+    "t5_causal_bucket",
+    "train_causal",
+]
+
+POSITION_METHODS = ("nope", "sinusoidal", "learned", "rope", "alibi", "t5")
+
+
+def alibi_slopes_reference(n_heads: int) -> np.ndarray:
+    """ALiBi slopes by the construction of the authors' ``get_slopes``, ``(n_heads,)``.
+
+    For a power of two :math:`h`, the geometric sequence :math:`2^{-8k/h}`,
+    :math:`k = 1..h`; otherwise the slopes of the nearest lower power of two
+    followed by every other slope of the next power (repository
+    ``ofirpress/attention_with_linear_biases``, ``fairseq/models/transformer.py``,
+    ``get_slopes``). The same numbers as :func:`posenc.biases.alibi_slopes`
+    (``tests/test_transformer.py`` compares them); kept here because this
+    model was written before that module existed.
+
+    Examples
+    --------
+    >>> alibi_slopes_reference(4)
+    array([0.25      , 0.0625    , 0.015625  , 0.00390625])
+    """
+    n_heads = check_integer("n_heads", n_heads, minimum=1)
+
+    def power_of_two(n: int) -> list[float]:
+        start = 2.0 ** (-8.0 / n)
+        return [start ** (k + 1) for k in range(n)]
+
+    if n_heads & (n_heads - 1) == 0:
+        return np.array(power_of_two(n_heads))
+    lower = 2 ** math.floor(math.log2(n_heads))
+    extra = power_of_two(2 * lower)[0::2][: n_heads - lower]
+    return np.array(power_of_two(lower) + extra)
+
+
+def t5_causal_bucket(distance: Any, *, num_buckets: int = 16, max_distance: int = 64) -> np.ndarray:
+    """T5's unidirectional bucket of a causal distance ``i - j >= 0``.
+
+    Half the buckets are exact (distances ``0 .. num_buckets/2 - 1``), the
+    other half log-spaced up to ``max_distance``; every larger distance
+    shares the last bucket. Follows the causal branch of
+    ``_relative_position_bucket`` in Hugging Face ``transformers``
+    (``src/transformers/models/t5/modeling_t5.py``), including the integer
+    truncation of the logarithmic part; negative distances (future keys,
+    masked anyway) fall into bucket 0 as there.
+
+    Examples
+    --------
+    >>> t5_causal_bucket(np.array([0, 1, 7, 8, 15, 16, 63, 64, 1000]))
+    array([ 0,  1,  7,  8, 10, 10, 15, 15, 15])
+    """
+    num_buckets = check_integer("num_buckets", num_buckets, minimum=2)
+    max_exact = num_buckets // 2
+    max_distance = check_integer("max_distance", max_distance, minimum=max_exact + 1)
+    n = np.maximum(np.asarray(distance, dtype=np.int64), 0)
+    safe = np.maximum(n, 1).astype(np.float64)
+    large = max_exact + (
+        np.log(safe / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+    ).astype(np.int64)
+    large = np.minimum(large, num_buckets - 1)
+    return np.where(n < max_exact, n, large)
+
+
+def _softmax(scores: Any) -> Any:
+    shifted = scores - anp.max(scores, axis=-1, keepdims=True)
+    weights = anp.exp(shifted)
+    return weights / anp.sum(weights, axis=-1, keepdims=True)
+
+
+def _log_softmax(logits: Any) -> Any:
+    shifted = logits - anp.max(logits, axis=-1, keepdims=True)
+    return shifted - anp.log(anp.sum(anp.exp(shifted), axis=-1, keepdims=True))
+
+
+def _rotate(x: Any, cos: np.ndarray, sin: np.ndarray) -> Any:
+    """Rotate interleaved pairs ``(2i, 2i+1)`` of ``x`` ``(..., L, d_h)``.
+
+    ``cos`` and ``sin`` are ``(L, d_h / 2)``. Written as
+    ``x * cos + (x @ R) * sin`` with the fixed matrix ``R`` that maps each
+    pair ``(a, b)`` to ``(-b, a)``, so autograd sees no item access.
+    """
+    d_h = x.shape[-1]
+    turn = np.zeros((d_h, d_h))
+    turn[np.arange(1, d_h, 2), np.arange(0, d_h, 2)] = -1.0  # new even entry = -odd
+    turn[np.arange(0, d_h, 2), np.arange(1, d_h, 2)] = 1.0  # new odd entry = even
+    return x * np.repeat(cos, 2, axis=-1) + (x @ turn) * np.repeat(sin, 2, axis=-1)
+
+
+class CausalTransformer:
+    r"""Embedding, causal multi-head attention layers with residuals, a read-out per position.
+
+    Parameters
+    ----------
+    vocab_size : int
+        Number of input symbols ``V``, ``>= 2``.
+    n_classes : int, optional
+        Number of answers per position ``C`` (default ``vocab_size``).
+    d_model : int
+        Width :math:`d` of the residual stream, a multiple of ``n_heads``.
+    n_heads : int
+        Heads per layer, ``>= 1``; the head width ``d_model / n_heads`` must
+        be even for ``"rope"``.
+    n_layers : int
+        Attention layers, ``>= 1``.
+    position : {"nope", "sinusoidal", "learned", "rope", "alibi", "t5"}
+        How position enters (module docstring).
+    max_length : int, optional
+        Rows of the learned table (``position="learned"`` only, required there).
+    base : float
+        Base of the sinusoidal code and of the rotary frequencies.
+    t5_buckets, t5_max_distance : int
+        The causal T5 buckets (:func:`t5_causal_bucket`).
+    seeds : int or sequence of int
+        One seed per stacked copy.
+
+    Attributes
+    ----------
+    params : dict of str to numpy.ndarray
+        Every array has a leading axis of length ``n_models``:
+        ``token_embedding`` ``(M, V, d)``, ``position_embedding``
+        ``(M, max_length, d)`` (learned only), per layer ``l``
+        ``w_q_l``, ``w_k_l``, ``w_v_l`` and ``w_o_l`` ``(M, d, d)`` and ``t5_bias_l``
+        ``(M, H, buckets)`` (T5 only), ``w_out`` ``(M, d, C)``, ``b_out`` ``(M, C)``.
+
+    Examples
+    --------
+    >>> model = CausalTransformer(8, d_model=16, n_heads=2, position="rope", seeds=(0, 1))
+    >>> model.logits(np.zeros((3, 5), dtype=int)).shape  # (n_models, batch, L, C)
+    (2, 3, 5, 8)
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        *,
+        n_classes: int | None = None,
+        d_model: int = 32,
+        n_heads: int = 4,
+        n_layers: int = 2,
+        position: str = "rope",
+        max_length: int | None = None,
+        base: float = 10_000.0,
+        t5_buckets: int = 16,
+        t5_max_distance: int = 64,
+        seeds: int | Sequence[int] = 0,
+    ) -> None:
+        self.vocab_size = check_integer("vocab_size", vocab_size, minimum=2)
+        self.n_classes = check_integer(
+            "n_classes", self.vocab_size if n_classes is None else n_classes, minimum=2
+        )
+        self.n_heads = check_integer("n_heads", n_heads, minimum=1)
+        self.d_model = check_integer("d_model", d_model, minimum=self.n_heads)
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model must be a multiple of n_heads ({self.n_heads}), got {self.d_model}"
+            )
+        self.d_head = self.d_model // self.n_heads
+        self.n_layers = check_integer("n_layers", n_layers, minimum=1)
+        self.position = check_choice("position", position, POSITION_METHODS)
+        self.base = check_real("base", base, positive=True)
+        if self.position == "rope" and self.d_head % 2:
+            raise ValueError(
+                f"the head width d_model / n_heads must be even for rope, got {self.d_head}"
+            )
+        if self.position == "learned":
+            if max_length is None:
+                raise ValueError("max_length (an int >= 1) is required for position 'learned'")
+            self.max_length: int | None = check_integer("max_length", max_length, minimum=1)
+        elif max_length is not None:
+            raise ValueError("max_length is only used by position 'learned'")
+        else:
+            self.max_length = None
+        self.t5_buckets = check_integer("t5_buckets", t5_buckets, minimum=2)
+        self.t5_max_distance = check_integer(
+            "t5_max_distance", t5_max_distance, minimum=self.t5_buckets // 2 + 1
+        )
+        self.seeds = check_seeds(seeds)
+        self.slopes = alibi_slopes_reference(self.n_heads)
+        members = [self._init_one(np.random.default_rng([0, s])) for s in self.seeds]
+        self.params = {name: np.stack([m[name] for m in members]) for name in members[0]}
+
+    def _init_one(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        d = self.d_model
+        params = {"token_embedding": rng.normal(size=(self.vocab_size, d))}
+        if self.position == "learned":
+            params["position_embedding"] = rng.normal(
+                scale=1 / math.sqrt(2), size=(self.max_length, d)
+            )
+        for layer in range(self.n_layers):
+            for name in "qkv":
+                params[f"w_{name}_{layer}"] = rng.normal(scale=1 / math.sqrt(d), size=(d, d))
+            params[f"w_o_{layer}"] = rng.normal(scale=1 / math.sqrt(d), size=(d, d))
+            if self.position == "t5":
+                params[f"t5_bias_{layer}"] = np.zeros((self.n_heads, self.t5_buckets))
+        params["w_out"] = rng.normal(scale=1 / math.sqrt(d), size=(d, self.n_classes))
+        params["b_out"] = np.zeros(self.n_classes)
+        return params
+
+    @property
+    def n_models(self) -> int:
+        """Number of stacked copies (seeds)."""
+        return len(self.seeds)
+
+    @property
+    def n_parameters(self) -> int:
+        """Trainable scalars of one copy."""
+        return int(sum(p[0].size for p in self.params.values()))
+
+    def __repr__(self) -> str:
+        return (
+            f"CausalTransformer(position={self.position!r}, d_model={self.d_model}, "
+            f"n_heads={self.n_heads}, n_layers={self.n_layers}, "
+            f"n_parameters={self.n_parameters}, n_models={self.n_models})"
+        )
+
+    # -- forward -----------------------------------------------------------------------
+
+    def _check_tokens(self, tokens: Any) -> np.ndarray:
+        tokens = check_index_array("tokens", tokens, ndim=(2, 3), upper=self.vocab_size)
+        if tokens.ndim == 3 and tokens.shape[0] != self.n_models:
+            raise ValueError(
+                f"tokens must have shape (batch, L) or ({self.n_models}, batch, L), "
+                f"got {tokens.shape}"
+            )
+        if tokens.shape[-1] < 1 or tokens.shape[-2] < 1:
+            raise ValueError(
+                f"tokens must hold at least one position and sequence, got {tokens.shape}"
+            )
+        length = tokens.shape[-1]
+        if self.position == "learned" and length > self.max_length:
+            raise ValueError(
+                f"a learned position table has {self.max_length} rows, so tokens can have at "
+                f"most {self.max_length} positions, got {length}: there is no code to add "
+                "at the later positions"
+            )
+        return np.broadcast_to(tokens, (self.n_models, *tokens.shape[-2:]))
+
+    def _rope_tables(self, length: int, freqs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        if freqs is None:
+            freqs = rotary_frequencies(self.d_head, self.base)
+        freqs = check_array("frequencies", freqs, ndim=1)
+        if freqs.shape != (self.d_head // 2,):
+            raise ValueError(
+                f"frequencies must have shape ({self.d_head // 2},), got {freqs.shape}"
+            )
+        angles = np.arange(length, dtype=np.float64)[:, None] * freqs[None, :]
+        return np.cos(angles), np.sin(angles)
+
+    def _forward(
+        self,
+        params: dict[str, Any],
+        tokens: np.ndarray,
+        freqs: np.ndarray | None = None,
+        logit_scale: float = 1.0,
+    ) -> Any:
+        """Logits ``(M, batch, L, C)`` for checked tokens ``(M, batch, L)``."""
+        m, batch, length = tokens.shape
+        h, dh = self.n_heads, self.d_head
+        # Gathers are written as products with one-hot matrices and every
+        # contraction as a batched matmul: autograd differentiates both
+        # without np.add.at or einsum, which are many times slower here.
+        one_hot = np.eye(self.vocab_size)[tokens]  # (M, batch, L, V)
+        x = one_hot @ params["token_embedding"][:, None]
+        if self.position == "sinusoidal":
+            x = x + sinusoidal(length, self.d_model, self.base)
+        elif self.position == "learned":
+            x = x + params["position_embedding"][:, None, :length]
+        rows, cols = np.arange(length)[:, None], np.arange(length)[None, :]
+        mask = np.where(cols > rows, -1e9, 0.0)
+        bias: Any = mask
+        if self.position == "alibi":
+            bias = mask - self.slopes[:, None, None] * np.maximum(rows - cols, 0)
+        if self.position == "rope":
+            cos, sin = self._rope_tables(length, freqs)
+        if self.position == "t5":
+            buckets = t5_causal_bucket(
+                rows - cols, num_buckets=self.t5_buckets, max_distance=self.t5_max_distance
+            )
+            bucket_one_hot = np.eye(self.t5_buckets)[buckets.reshape(-1)].T  # (buckets, L * L)
+        scale = logit_scale / math.sqrt(dh)
+        for layer in range(self.n_layers):
+            q, k, v = (
+                anp.transpose(
+                    anp.reshape(x @ params[f"w_{n}_{layer}"][:, None], (m, batch, length, h, dh)),
+                    (0, 1, 3, 2, 4),
+                )
+                for n in "qkv"
+            )  # each (M, batch, H, L, d_h)
+            if self.position == "rope":
+                q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+            scores = (q @ anp.swapaxes(k, -1, -2)) * scale
+            if self.position == "t5":
+                table = anp.reshape(
+                    params[f"t5_bias_{layer}"] @ bucket_one_hot, (m, 1, h, length, length)
+                )
+                scores = scores + table + mask
+            else:
+                scores = scores + bias
+            heads = _softmax(scores) @ v
+            merged = anp.reshape(anp.transpose(heads, (0, 1, 3, 2, 4)), (m, batch, length, h * dh))
+            x = x + merged @ params[f"w_o_{layer}"][:, None]
+        logits = x @ params["w_out"][:, None]
+        return logits + params["b_out"][:, None, None, :]
+
+    def logits(
+        self,
+        tokens: Any,
+        *,
+        frequencies: Any = None,
+        logit_scale: float = 1.0,
+    ) -> np.ndarray:
+        """The answer scores at every position, ``(n_models, batch, L, C)``.
+
+        Parameters
+        ----------
+        tokens : array_like of int
+            ``(batch, L)`` shared by every copy or ``(n_models, batch, L)``.
+        frequencies : array_like, optional
+            Rotary frequencies ``(d_head / 2,)`` to use instead of the
+            training ones (``position="rope"`` only), e.g. from
+            :func:`posenc.scaled_frequencies`.
+        logit_scale : float
+            Factor ``c > 0`` on the attention logits (YaRN's temperature
+            enters squared, :func:`posenc.yarn_attention_factor`).
+        """
+        tokens = self._check_tokens(tokens)
+        if frequencies is not None and self.position != "rope":
+            raise ValueError("frequencies can only be given for position 'rope'")
+        logit_scale = check_real("logit_scale", logit_scale, positive=True)
+        return np.asarray(self._forward(self.params, tokens, frequencies, logit_scale))
+
+    def accuracy_by_position(
+        self,
+        batch: LengthBatch,
+        *,
+        frequencies: Any = None,
+        logit_scale: float = 1.0,
+        chunk: int = 32,
+    ) -> np.ndarray:
+        """Share of correct answers at every position, ``(n_models, L)`` (NaN where not scored).
+
+        The batch is run ``chunk`` sequences at a time to bound memory.
+        """
+        if not isinstance(batch, LengthBatch):
+            raise TypeError(f"batch must be a LengthBatch, got {type(batch).__name__}")
+        chunk = check_integer("chunk", chunk, minimum=1)
+        tokens = self._check_tokens(batch.tokens)
+        targets = np.broadcast_to(batch.targets, tokens.shape)
+        correct = np.zeros(tokens.shape[0::2])
+        with threadpool_limits(limits=1, user_api="blas"):
+            for start in range(0, tokens.shape[1], chunk):
+                part = slice(start, start + chunk)
+                logits = self.logits(
+                    tokens[:, part], frequencies=frequencies, logit_scale=logit_scale
+                )
+                correct += (logits.argmax(-1) == targets[:, part]).sum(axis=1)
+        accuracy = correct / tokens.shape[1]
+        accuracy[:, ~batch.scored] = np.nan
+        return accuracy
+
+    # -- loss and gradients ------------------------------------------------------------
+
+    def _loss(
+        self,
+        params: dict[str, Any],
+        tokens: np.ndarray,
+        targets: np.ndarray,
+        scored: np.ndarray,
+        freqs: np.ndarray | None = None,
+    ) -> Any:
+        """Summed over copies of each copy's mean cross-entropy over scored positions."""
+        log_probs = _log_softmax(self._forward(params, tokens, freqs))
+        picked = anp.sum(log_probs * np.eye(self.n_classes)[targets], axis=-1)  # (M, B, L)
+        weights = np.broadcast_to(scored, picked.shape) / (picked.shape[1] * scored.sum())
+        return -anp.sum(picked * weights)
+
+    def loss_and_gradients(
+        self, batch: LengthBatch, *, frequencies: Any = None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Each copy's loss ``(n_models,)`` and the gradient of each copy's loss.
+
+        The gradient of the summed loss is the stack of every copy's own
+        gradient, because the copies share no parameter.
+        """
+        if not isinstance(batch, LengthBatch):
+            raise TypeError(f"batch must be a LengthBatch, got {type(batch).__name__}")
+        tokens = self._check_tokens(batch.tokens)
+        targets = np.broadcast_to(batch.targets, tokens.shape)
+        freqs = None if frequencies is None else check_array("frequencies", frequencies, ndim=1)
+        per_copy = self.losses(batch, frequencies=freqs)
+        _, grads = value_and_grad(self._loss)(self.params, tokens, targets, batch.scored, freqs)
+        return per_copy, grads
+
+    def losses(self, batch: LengthBatch, *, frequencies: Any = None) -> np.ndarray:
+        """Mean cross-entropy over the scored positions, per copy, ``(n_models,)``."""
+        tokens = self._check_tokens(batch.tokens)
+        targets = np.broadcast_to(batch.targets, tokens.shape)
+        log_probs = np.asarray(_log_softmax(self._forward(self.params, tokens, frequencies)))
+        picked = np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
+        return -picked[:, :, batch.scored].mean(axis=(1, 2))
+
+
+@dataclass(frozen=True)
+class CausalHistory:
+    """Mini-batch loss of every update, averaged over the copies, ``(steps,)``, and the
+    wall-clock seconds of training."""
+
+    train_loss: np.ndarray
+    seconds: float
+
+
+def train_causal(
+    model: CausalTransformer,
+    task: str,
+    *,
+    length: int,
+    steps: int = 1500,
+    batch_size: int = 32,
+    learning_rate: float = 3e-3,
+    vocab_size: int | None = None,
+    offset: int = 3,
+    frequencies: Any = None,
+    data_seed: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> CausalHistory:
+    """Train every copy in place with Adam on fresh batches of ``task`` of length ``length``.
+
+    Copy ``m`` draws its own batches from ``numpy.random.default_rng([data_seed,
+    seed_m])``: no two copies see the same data, and a copy's data do not
+    depend on which other copies are stacked with it. With a causal model, a
+    loss at every position of length-``length`` sequences trains every
+    length up to ``length`` (:mod:`posenc.lengthtasks`).
+
+    Parameters
+    ----------
+    model : CausalTransformer
+    task : {"offset", "first"}
+    length : int
+        Training length ``L >= 2``.
+    steps, batch_size : int
+        Updates and sequences per update, ``>= 1``.
+    learning_rate : float
+        Adam step size ``> 0``.
+    vocab_size : int, optional
+        Defaults to the model's.
+    offset : int
+        Distance of the ``"offset"`` task.
+    frequencies : array_like, optional
+        Rotary frequencies for training (e.g. a fine-tune with position
+        interpolation); ``None`` keeps the model's own.
+    data_seed : int
+        First entry of every copy's data generator seed.
+    progress : callable, optional
+        Called with the step number after every update.
+
+    Returns
+    -------
+    CausalHistory
+    """
+    if not isinstance(model, CausalTransformer):
+        raise TypeError(f"model must be a CausalTransformer, got {type(model).__name__}")
+    steps = check_integer("steps", steps, minimum=1)
+    batch_size = check_integer("batch_size", batch_size, minimum=1)
+    length = check_integer("length", length, minimum=2)
+    data_seed = check_integer("data_seed", data_seed, minimum=0)
+    vocab = model.vocab_size if vocab_size is None else vocab_size
+    optimiser = Adam(model.params, learning_rate=learning_rate)
+    rngs = [np.random.default_rng([data_seed, s]) for s in model.seeds]
+    losses = []
+    start = time.perf_counter()
+    with threadpool_limits(limits=1, user_api="blas"):
+        for step in range(1, steps + 1):
+            parts = [
+                make_length_batch(
+                    task, rng, batch=batch_size, length=length, vocab_size=vocab, offset=offset
+                )
+                for rng in rngs
+            ]
+            batch = LengthBatch(
+                np.stack([p.tokens for p in parts]),
+                np.stack([p.targets for p in parts]),
+                parts[0].scored,
+            )
+            tokens = model._check_tokens(batch.tokens)
+            loss, grads = value_and_grad(model._loss)(
+                model.params, tokens, batch.targets, batch.scored, frequencies
+            )
+            optimiser.step(grads)
+            losses.append(float(loss) / model.n_models)
+            if progress is not None:
+                progress(step)
+    return CausalHistory(np.array(losses), time.perf_counter() - start)
+
+
+def gradient_check(
+    model: CausalTransformer,
+    batch: LengthBatch,
+    *,
+    n_entries: int = 3,
+    eps: float = 1e-6,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Compare the automatic gradients with central finite differences on a few entries.
+
+    As :func:`posenc.model.gradient_check`: for ``n_entries`` random entries
+    of every parameter, ``(loss(theta + eps) - loss(theta - eps)) / (2 eps)``
+    of the loss summed over copies, against the gradient; the result is the
+    largest difference per parameter relative to that parameter's largest
+    gradient entry. The parameters are left as they were.
+    """
+    if not isinstance(model, CausalTransformer):
+        raise TypeError(f"model must be a CausalTransformer, got {type(model).__name__}")
+    n_entries = check_integer("n_entries", n_entries, minimum=1)
+    eps = check_real("eps", eps, positive=True)
+    rng = np.random.default_rng(check_integer("seed", seed, minimum=0))
+    tokens = model._check_tokens(batch.tokens)
+    targets = np.broadcast_to(batch.targets, tokens.shape)
+
+    def total() -> float:
+        return float(model._loss(model.params, tokens, targets, batch.scored))
+
+    _, grads = model.loss_and_gradients(batch)
+    errors = {}
+    for name, value in model.params.items():
+        flat = value.reshape(-1)
+        scale = max(float(np.abs(grads[name]).max()), 1e-12)
+        worst = 0.0
+        for index in rng.choice(flat.size, size=min(n_entries, flat.size), replace=False):
+            saved = flat[index]
+            flat[index] = saved + eps
+            up = total()
+            flat[index] = saved - eps
+            down = total()
+            flat[index] = saved
+            numeric = (up - down) / (2 * eps)
+            worst = max(worst, abs(grads[name].reshape(-1)[index] - numeric) / scale)
+        errors[name] = worst
+    return errors

@@ -1,0 +1,111 @@
+"""Tests for posenc.extrapolation: statistics, and a spot check of the committed results."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from posenc.experiment import mean_confidence_interval
+from posenc.extrapolation import (
+    accuracy_at,
+    build_model,
+    config_from_dict,
+    holm,
+    paired_interval,
+    paired_tost,
+    run_cell,
+)
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "ch7_extrapolation.json"
+
+
+def test_paired_interval_matches_scipy():
+    d = np.array([0.1, -0.05, 0.2, 0.15, 0.0, 0.12])
+    mean, low, high, p = paired_interval(d)
+    assert p == pytest.approx(stats.ttest_1samp(d, 0.0).pvalue, rel=1e-12)
+    assert mean == pytest.approx(d.mean())
+    ref = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
+    assert (low, high) == pytest.approx((ref.low, ref.high), rel=1e-12)
+    assert paired_interval([0.0, 0.0, 0.0])[3] == 1.0
+    assert paired_interval([0.2, 0.2])[3] == 0.0
+
+
+def test_tost_agrees_with_the_interval_rule():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        d = rng.normal(rng.uniform(-0.1, 0.1), 0.05, size=10)
+        p = paired_tost(d, 0.05)
+        # Equivalent at alpha = 0.05 exactly when the 90% interval lies inside the margin.
+        _, low, high, _ = paired_interval(d, confidence=0.90)
+        assert (p < 0.05) == (low > -0.05 and high < 0.05)
+    assert paired_tost([0.01, 0.01], 0.05) == 0.0
+    assert paired_tost([0.1, 0.1], 0.05) == 1.0
+
+
+def test_holm_against_hand_computation():
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03, 0.5]), [0.04, 0.09, 0.09, 0.5])
+    assert holm([]).size == 0
+    with pytest.raises(ValueError, match="p_values"):
+        holm([0.5, 1.5])
+
+
+def test_accuracy_at():
+    per_position = [[None, 1.0, 1.0, 0.0, 0.0], [None, 1.0, 0.5, 0.5, 0.0]]
+    np.testing.assert_allclose(accuracy_at(per_position, 3), [1.0, 0.75])
+    np.testing.assert_allclose(accuracy_at(per_position, 5, beyond=3), [0.0, 0.25])
+    np.testing.assert_allclose(accuracy_at([[None, 1.0, None]], 2), [1.0])
+    assert np.isnan(accuracy_at([[None, 1.0, None]], 3)).all()
+    with pytest.raises(ValueError, match="length"):
+        accuracy_at(per_position, 6)
+
+
+def test_learned_codes_cannot_be_tested_past_their_table():
+    assert RESULTS.exists(), "run `make experiments-ch7` to create the results file"
+    payload = json.loads(RESULTS.read_text())
+    config = config_from_dict(payload["config"])
+    for cell in payload["cells"]:
+        per_position = np.array(cell["accuracy"], dtype=float)
+        assert per_position.shape == (len(config.seeds), config.max_test_length)
+        if cell["method"] == "learned":
+            assert np.isnan(per_position[:, config.train_length :]).all()
+            assert np.isnan(accuracy_at(per_position, 2 * config.train_length)).all()
+        else:
+            assert not np.isnan(accuracy_at(per_position, config.max_test_length)).any()
+
+
+def test_spot_check_a_random_cell_of_the_committed_results():
+    """Re-train two seeds of one randomly chosen cell and compare with the stored numbers.
+
+    The same seeds give the same numbers on one machine; another processor or BLAS kernel
+    sums in another order, which training can amplify, so agreement is required within the
+    half-width of the stored 95% interval of that cell (at least 0.02).
+    """
+    payload = json.loads(RESULTS.read_text())
+    config = config_from_dict(payload["config"])
+    rng = np.random.default_rng(int(os.environ.get("POSENC_SPOT_SEED", "0")) or None)
+    cell = payload["cells"][rng.integers(len(payload["cells"]))]
+    picks = sorted(rng.choice(len(config.seeds), size=2, replace=False).tolist())
+    seeds = [config.seeds[i] for i in picks]
+    print(f"spot check: {cell['task']}/{cell['method']}, seeds {seeds}")
+    fresh = run_cell(
+        config,
+        cell["task"],
+        cell["method"],
+        seeds=seeds,
+        learning_rate=cell["learning_rate"],
+        extras=False,
+    )
+    stored = np.array(cell["accuracy"], dtype=float)
+    again = np.array(fresh["accuracy"], dtype=float)
+    lengths = [config.train_length * f for f in config.factors]
+    for length in lengths:
+        old = accuracy_at(stored, length)
+        if np.isnan(old).all():
+            continue
+        _, low, high = mean_confidence_interval(old)
+        tolerance = max((high - low) / 2, 0.02)
+        np.testing.assert_allclose(accuracy_at(again, length), old[picks], atol=tolerance)
+    assert build_model(config, cell["method"], seeds).n_models == 2

@@ -1,0 +1,45 @@
+"""Tests for the chapter 7 figures (posenc.plots.extrapolation)."""
+
+import numpy as np
+import pytest
+
+from posenc import plots
+from posenc.scaling import scale_factors
+
+
+def test_extrapolation_figure_skips_methods_that_cannot_run():
+    nan = float("nan")
+    results = {
+        "offset": {"rope": [[1, 1, 1], [0.5, 0.4, 0.6]], "learned": [[1, 1, 1], [nan] * 3]},
+        "first": {"rope": [[1, 1, 1], [0.9, 0.8, 1.0]], "learned": [[1, 1, 1], [nan] * 3]},
+    }
+    fig = plots.extrapolation_figure(results, [16, 32], train_length=16, chance=1 / 16)
+    assert len(fig.axes) == 2
+    ax = fig.axes[0]
+    assert "test length" in ax.get_xlabel() and "accuracy" in ax.get_ylabel()
+    # The learned line has one point only (no value at 32).
+    learned = [c for c in ax.containers if c.get_label() == "learned"]
+    assert len(learned) == 1 and len(learned[0].lines[0].get_xdata()) == 1
+
+
+def test_scale_factor_figure_draws_each_rule():
+    factors = {
+        m: scale_factors(16, method=m, factor=4.0, original_length=64)
+        for m in ("linear", "ntk", "yarn")
+    }
+    fig = plots.scale_factor_figure(factors, factor=4.0)
+    ax = fig.axes[0]
+    drawn = {line.get_label(): line.get_ydata() for line in ax.lines}
+    np.testing.assert_allclose(drawn["linear"], 4.0)
+    assert "pair" in ax.get_xlabel()
+
+
+def test_extension_figure_and_bad_input():
+    fig = plots.extension_figure(
+        {"offset": {"none": [[0.5, 0.4, 0.6], [0.3, 0.2, 0.4]]}}, [2, 4], chance=0.1
+    )
+    assert len(fig.axes[0].patches) == 2
+    with pytest.raises(ValueError, match="rows"):
+        plots.extension_figure({"offset": {"none": [[0.5, 0.4]]}}, [2], chance=0.1)
+    with pytest.raises(ValueError, match="at least one"):
+        plots.extrapolation_figure({}, [16], train_length=16, chance=0.1)

@@ -1,0 +1,173 @@
+"""Tests for posenc.transformer (the causal model of chapter 7) and posenc.lengthtasks."""
+
+import numpy as np
+import pytest
+
+from posenc.lengthtasks import LengthBatch, make_length_batch
+from posenc.scaling import scaled_frequencies
+from posenc.transformer import (
+    POSITION_METHODS,
+    CausalTransformer,
+    alibi_slopes_reference,
+    gradient_check,
+    t5_causal_bucket,
+    train_causal,
+)
+
+
+def small(position, seeds=(0, 1), **kwargs):
+    extra = {"max_length": 8} if position == "learned" else {}
+    return CausalTransformer(
+        6, d_model=8, n_heads=2, n_layers=2, position=position, seeds=seeds, **extra, **kwargs
+    )
+
+
+@pytest.mark.parametrize("position", POSITION_METHODS)
+def test_gradients_match_finite_differences(position):
+    model = small(position)
+    rng = np.random.default_rng(5)
+    for params in model.params.values():  # move off the zero start of the T5 table
+        params += rng.normal(scale=0.3, size=params.shape)
+    batch = make_length_batch("offset", np.random.default_rng(1), batch=3, length=6, vocab_size=6)
+    errors = gradient_check(model, batch, n_entries=4)
+    # Central differences with eps = 1e-6 in float64 are good to about 1e-8 relative.
+    assert max(errors.values()) < 1e-6, errors
+
+
+@pytest.mark.parametrize("position", POSITION_METHODS)
+def test_causal_prefix_gives_the_same_answers(position):
+    """The answer at position t does not depend on later tokens."""
+    model = small(position)
+    tokens = np.random.default_rng(2).integers(0, 6, size=(4, 8))
+    full = model.logits(tokens)
+    prefix = model.logits(tokens[:, :5])
+    np.testing.assert_allclose(full[:, :, :5], prefix, rtol=1e-12, atol=1e-12)
+    changed = tokens.copy()
+    changed[:, 6:] = (changed[:, 6:] + 1) % 6
+    np.testing.assert_allclose(model.logits(changed)[:, :, :6], full[:, :, :6], atol=1e-12)
+
+
+def test_copies_are_independent_of_their_neighbours():
+    pair = small("rope", seeds=(3, 4))
+    alone = small("rope", seeds=(4,))
+    tokens = np.random.default_rng(0).integers(0, 6, size=(2, 7))
+    np.testing.assert_allclose(pair.logits(tokens)[1], alone.logits(tokens)[0], rtol=1e-12)
+
+
+def test_nope_is_equivariant_only_through_the_mask():
+    """One NoPE layer: a later position sees its prefix as a set, so swapping positions
+    0 and 1 leaves it alone; the first answer sees one token only, so the swap changes it."""
+    model = CausalTransformer(6, d_model=8, n_heads=2, n_layers=1, position="nope")
+    tokens = np.array([[1, 2, 3, 4]])
+    swapped = np.array([[2, 1, 3, 4]])
+    a, b = model.logits(tokens), model.logits(swapped)
+    np.testing.assert_allclose(a[0, 0, 2:], b[0, 0, 2:], atol=1e-12)  # same multiset of prefix
+    assert not np.allclose(a[0, 0, 0], b[0, 0, 0])
+
+
+def test_rope_scores_depend_on_offset_only_and_scaling_changes_them():
+    model = small("rope", seeds=(0,))
+    cos, sin = model._rope_tables(10, None)
+    x = np.random.default_rng(1).normal(size=(1, 4))
+    from posenc.transformer import _rotate
+
+    q = _rotate(np.repeat(x, 10, axis=0), cos, sin)
+    scores = q @ q.T
+    # positions (2, 5) and (6, 9) are 3 apart.
+    assert scores[2, 5] == pytest.approx(scores[6, 9], rel=1e-12)
+    tokens = np.random.default_rng(3).integers(0, 6, size=(2, 8))
+    freqs = scaled_frequencies(4, method="linear", factor=2.0)
+    assert not np.allclose(model.logits(tokens), model.logits(tokens, frequencies=freqs))
+    ones = scaled_frequencies(4, method="linear", factor=1.0)
+    np.testing.assert_array_equal(model.logits(tokens), model.logits(tokens, frequencies=ones))
+
+
+def test_learned_table_cannot_run_past_its_rows():
+    model = small("learned")
+    model.logits(np.zeros((1, 8), dtype=int))
+    with pytest.raises(ValueError, match="learned position table has 8 rows"):
+        model.logits(np.zeros((1, 9), dtype=int))
+
+
+def test_alibi_slopes_reference_construction():
+    np.testing.assert_allclose(alibi_slopes_reference(8), 2.0 ** -np.arange(1, 9))
+    # 6 heads: the 4 slopes of 4 heads, then slopes 1, 3 (0-based 0, 2) of 8 heads.
+    np.testing.assert_allclose(
+        alibi_slopes_reference(6), [2**-2, 2**-4, 2**-6, 2**-8, 2**-1, 2**-3]
+    )
+
+
+def test_t5_causal_buckets_hand_computed():
+    # 16 buckets, max distance 64: 0..7 exact, then 8 + int(ln(n/8) / ln 8 * 8).
+    got = t5_causal_bucket(np.array([0, 7, 8, 12, 16, 32, 63, 64, 500, -3]))
+    assert got.tolist() == [0, 7, 8, 9, 10, 13, 15, 15, 15, 0]
+    assert np.all(np.diff(t5_causal_bucket(np.arange(200))) >= 0)
+
+
+def test_training_learns_the_offset_task_within_length():
+    model = CausalTransformer(8, d_model=16, n_heads=2, n_layers=1, position="rope", seeds=(0, 1))
+    history = train_causal(
+        model, "offset", length=8, steps=300, batch_size=16, learning_rate=1e-2, offset=1
+    )
+    assert history.train_loss.shape == (300,)
+    assert history.train_loss[-20:].mean() < history.train_loss[:20].mean() / 4
+    test = make_length_batch(
+        "offset", np.random.default_rng(9), batch=64, length=8, vocab_size=8, offset=1
+    )
+    accuracy = np.nanmean(model.accuracy_by_position(test), axis=1)
+    assert np.all(accuracy > 0.9), accuracy
+
+
+def test_tasks():
+    b = make_length_batch("first", np.random.default_rng(0), batch=2, length=5, copies=3)
+    assert b.tokens.shape == (3, 2, 5) and b.scored.tolist() == [False] + [True] * 4
+    assert np.all(b.targets[..., 1:] == b.tokens[..., :1])
+    b = make_length_batch("offset", np.random.default_rng(0), batch=2, length=6, offset=2)
+    assert np.all(b.targets[:, 2:] == b.tokens[:, :4])
+    with pytest.raises(ValueError, match="task"):
+        make_length_batch("sort", np.random.default_rng(0), batch=2, length=6)
+    with pytest.raises(ValueError, match="length"):
+        make_length_batch("offset", np.random.default_rng(0), batch=2, length=3, offset=3)
+    with pytest.raises(TypeError, match="rng"):
+        make_length_batch("offset", 0, batch=2, length=6)
+
+
+def test_bad_model_arguments():
+    with pytest.raises(ValueError, match="position"):
+        CausalTransformer(6, position="xpos")
+    with pytest.raises(ValueError, match="max_length"):
+        CausalTransformer(6, position="learned")
+    with pytest.raises(ValueError, match="multiple of n_heads"):
+        CausalTransformer(6, d_model=10, n_heads=4)
+    with pytest.raises(ValueError, match="even for rope"):
+        CausalTransformer(6, d_model=6, n_heads=2, position="rope")
+    with pytest.raises(ValueError, match="only be given for position 'rope'"):
+        small("alibi").logits(np.zeros((1, 4), dtype=int), frequencies=np.ones(2))
+    with pytest.raises(TypeError, match="batch"):
+        small("nope").accuracy_by_position(np.zeros((1, 4), dtype=int))
+    with pytest.raises(ValueError, match="tokens"):
+        small("nope").logits(np.full((1, 4), 6))
+    assert isinstance(LengthBatch, type)
+
+
+def test_private_position_helpers_agree_with_chapter_6_functions():
+    """The model's ALiBi slopes, T5 buckets and rotation equal posenc's public versions."""
+    from posenc import apply_rotary
+    from posenc.biases import alibi_slopes, t5_relative_bucket
+    from posenc.encodings import frequencies
+    from posenc.transformer import _rotate
+
+    for heads in (1, 2, 3, 4, 5, 6, 8, 12):
+        np.testing.assert_allclose(alibi_slopes_reference(heads), alibi_slopes(heads), rtol=1e-15)
+    distance = np.arange(-4, 200)
+    for buckets, reach in ((16, 16), (16, 64), (32, 128)):
+        ours = t5_causal_bucket(distance, num_buckets=buckets, max_distance=reach)
+        theirs = t5_relative_bucket(
+            -distance, bidirectional=False, num_buckets=buckets, max_distance=reach
+        )
+        np.testing.assert_array_equal(ours, theirs)
+    x = np.random.default_rng(0).normal(size=(3, 12, 8))
+    angles = np.arange(12)[:, None] * frequencies(8, 10_000.0)[None, :]
+    np.testing.assert_allclose(
+        _rotate(x, np.cos(angles), np.sin(angles)), apply_rotary(x), rtol=1e-13, atol=1e-14
+    )
