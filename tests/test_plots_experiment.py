@@ -158,6 +158,7 @@ def test_comparison_figure_widens_with_confidence_and_labels_verdicts():
     assert widths(narrow) and all(w > n for w, n in zip(widths(wide), widths(narrow), strict=True))
     texts = [t.get_text() for t in narrow.axes[0].texts]
     assert texts.count("undecided") == 2
+    assert [t.get_text() for t in narrow.axes[1].texts] == ["ceiling"]
     assert "99%" in wide.texts[0].get_text()
     with pytest.raises(ValueError, match="confidence"):
         plots.comparison_figure(_comparisons(), 0.03, confidence=1.0)

@@ -332,7 +332,8 @@ def comparison_figure(
     -------
     matplotlib.figure.Figure
         One axis per code; one row per regime; hollow markers for
-        comparisons at the ceiling; each point labelled with its verdict.
+        comparisons at the ceiling; each point labelled with its verdict
+        ("ceiling" for a pair at the ceiling, whatever its tests say).
     """
     if not comparisons:
         raise ValueError("comparisons must not be empty")
@@ -373,7 +374,7 @@ def comparison_figure(
                 markerfacecolor="white" if c.ceiling else colour,
             )
             ax.annotate(
-                c.verdict,
+                "ceiling" if c.ceiling else c.verdict,
                 (100 * high, y),
                 xytext=(4, 3),
                 textcoords="offset points",
