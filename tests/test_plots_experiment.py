@@ -119,8 +119,8 @@ def _comparisons():
                 16,
                 1,
                 code,
-                np.ones(3),
-                np.ones(3),
+                np.array([0.5, 0.6, 0.7]) + diff,
+                np.array([0.5, 0.6, 0.7]),
                 diff,
                 diff - 0.01,
                 diff + 0.02,
@@ -143,6 +143,25 @@ def test_comparison_figure_draws_each_difference_with_its_interval():
     np.testing.assert_allclose(xs, [-2.0, 5.0])
     with pytest.raises(ValueError, match="comparisons must not be empty"):
         plots.comparison_figure([], 0.03)
+
+
+def test_comparison_figure_widens_with_confidence_and_labels_verdicts():
+    def widths(fig):
+        return sorted(
+            float(np.ptp(seg[:, 0]))
+            for coll in fig.axes[0].collections
+            for seg in getattr(coll, "get_segments", lambda: [])()
+        )
+
+    narrow = plots.comparison_figure(_comparisons(), 0.03)
+    wide = plots.comparison_figure(_comparisons(), 0.03, confidence=0.99)
+    assert widths(narrow) and all(w > n for w, n in zip(widths(wide), widths(narrow), strict=True))
+    texts = [t.get_text() for t in narrow.axes[0].texts]
+    assert texts.count("undecided") == 2
+    assert [t.get_text() for t in narrow.axes[1].texts] == ["ceiling"]
+    assert "99%" in wide.texts[0].get_text()
+    with pytest.raises(ValueError, match="confidence"):
+        plots.comparison_figure(_comparisons(), 0.03, confidence=1.0)
 
 
 def test_budget_figure_draws_points():

@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..experiment import SCORE_TERMS, Comparison, SummaryRow
-from ..validation import check_array
+from ..experiment import SCORE_TERMS, Comparison, SummaryRow, difference_interval
+from ..validation import check_array, check_real
 from .style import QUALITATIVE, detached
 
 __all__ = [
@@ -313,8 +313,10 @@ def learning_curve_figure(
     return detached(fig)
 
 
-def comparison_figure(comparisons: Sequence[Comparison], margin: float) -> Figure:
-    """Concatenated minus added, with its 95 % Welch interval, for every regime and code.
+def comparison_figure(
+    comparisons: Sequence[Comparison], margin: float, confidence: float = 0.95
+) -> Figure:
+    """Concatenated minus added, with its Welch interval, for every regime and code.
 
     Parameters
     ----------
@@ -322,15 +324,22 @@ def comparison_figure(comparisons: Sequence[Comparison], margin: float) -> Figur
         From :func:`posenc.experiment.compare_design`.
     margin : float
         The equivalence margin (an accuracy difference), drawn as a grey band.
+    confidence : float
+        Confidence of the drawn Welch intervals, in (0, 1); e.g.
+        ``1 - 0.05 / len(comparisons)`` for Bonferroni-simultaneous intervals.
 
     Returns
     -------
     matplotlib.figure.Figure
         One axis per code; one row per regime; hollow markers for
-        comparisons at the ceiling.
+        comparisons at the ceiling; each point labelled with its verdict
+        ("ceiling" for a pair at the ceiling, whatever its tests say).
     """
     if not comparisons:
         raise ValueError("comparisons must not be empty")
+    confidence = check_real("confidence", confidence, minimum=0.0, maximum=1.0)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     codes = list(dict.fromkeys(c.code for c in comparisons))
     regimes = list(dict.fromkeys(c.regime for c in comparisons))
     fig, axes = plt.subplots(
@@ -354,21 +363,32 @@ def comparison_figure(comparisons: Sequence[Comparison], margin: float) -> Figur
             if c.code != code:
                 continue
             y = len(regimes) - 1 - regimes.index(c.regime)
+            _, low, high = difference_interval(c.concat, c.added, confidence)
             ax.errorbar(
                 100 * c.difference,
                 y,
-                xerr=[[100 * (c.difference - c.low)], [100 * (c.high - c.difference)]],
+                xerr=[[100 * (c.difference - low)], [100 * (high - c.difference)]],
                 fmt="o",
                 capsize=3,
                 color=colour,
                 markerfacecolor="white" if c.ceiling else colour,
             )
+            ax.annotate(
+                "ceiling" if c.ceiling else c.verdict,
+                (100 * high, y),
+                xytext=(4, 3),
+                textcoords="offset points",
+                fontsize=7,
+                color="0.25",
+            )
+        ax.margins(x=0.25)
         ax.set_yticks(range(len(regimes)), regimes[::-1])
         ax.set_xlabel("concatenated minus added (accuracy points)")
         ax.set_title(f"{code} codes")
     axes[0, 0].set_ylabel("regime (length, width, layers)")
     fig.suptitle(
-        "Difference of mean test accuracy, 95% Welch interval; grey: equivalence margin "
+        f"Difference of mean test accuracy, {100 * confidence:.4g}% Welch interval; "
+        "grey: equivalence margin "
         f"±{100 * margin:g} points; hollow: at the ceiling"
     )
     return detached(fig)
