@@ -621,6 +621,9 @@ class Sandbox:
                 cmd += ["--symlink", os.readlink(target), str(target)]
             elif target.is_dir():
                 cmd += ["--ro-bind", str(target), str(target)]
+        # The scratch folders first: a later mount would hide a course environment that lives
+        # below /tmp (a clone in /tmp, as CI may make) behind an empty tmpfs.
+        cmd += ["--perms", "01777", "--size", str(SCRATCH), "--tmpfs", "/tmp"]
         # Folders that bubblewrap creates for mount points would be private to root (0700),
         # which the sandbox's user could not enter: create them readable first.
         destinations = [*_environment_paths(), "/home/student", "/grader-data/plan.npz"]
@@ -629,8 +632,7 @@ class Sandbox:
             cmd += ["--perms", "0755", "--dir", parent]
         for path in _environment_paths():
             cmd += ["--ro-bind", path, path]
-        cmd += ["--perms", "01777", "--size", str(SCRATCH), "--tmpfs", "/tmp",
-                "--perms", "01777", "--size", str(SCRATCH), "--tmpfs", "/home/student",
+        cmd += ["--perms", "01777", "--size", str(SCRATCH), "--tmpfs", "/home/student",
                 "--ro-bind", str(work / "runner"), "/grader",
                 "--ro-bind", str(work / "plan.npz"), "/grader-data/plan.npz",
                 "--ro-bind", str(work / "cells.npz"), "/grader-data/cells.npz"]
