@@ -13,6 +13,7 @@ from posenc.extrapolation import (
     accuracy_at,
     build_model,
     config_from_dict,
+    drop_tests,
     holm,
     paired_interval,
     paired_tost,
@@ -109,3 +110,29 @@ def test_spot_check_a_random_cell_of_the_committed_results():
         tolerance = max((high - low) / 2, 0.02)
         np.testing.assert_allclose(accuracy_at(again, length), old[picks], atol=tolerance)
     assert build_model(config, cell["method"], seeds).n_models == 2
+
+
+def test_drop_beyond_train_is_the_undiluted_change():
+    """The change over all positions is the beyond-L change diluted by the shared prefix.
+
+    With ``n`` scored positions below ``L`` and ``k`` from ``L`` on, the accuracy over
+    all of them is the weighted mean, so the full change is ``k / (n + k)`` times the
+    change on the unseen positions alone.
+    """
+    payload = json.loads(RESULTS.read_text())
+    config = config_from_dict(payload["config"])
+    cells = payload["cells"]
+    full = drop_tests(config, cells)
+    beyond = drop_tests(config, cells, beyond_train=True)
+    assert [(r["task"], r["method"], r["factor"]) for r in full] == [
+        (r["task"], r["method"], r["factor"]) for r in beyond
+    ]
+    for a, b in zip(full, beyond, strict=True):
+        cell = next(c for c in cells if (c["task"], c["method"]) == (a["task"], a["method"]))
+        scored = ~np.isnan(np.array(cell["accuracy"], dtype=float)[0])
+        length = config.train_length * a["factor"]
+        n = scored[: config.train_length].sum()
+        k = scored[config.train_length : length].sum()
+        assert a["change"] == pytest.approx(k / (n + k) * b["change"], rel=1e-9, abs=1e-12)
+    with pytest.raises(TypeError, match="beyond_train"):
+        drop_tests(config, cells, beyond_train=1)

@@ -43,3 +43,30 @@ def test_extension_figure_and_bad_input():
         plots.extension_figure({"offset": {"none": [[0.5, 0.4]]}}, [2], chance=0.1)
     with pytest.raises(ValueError, match="at least one"):
         plots.extrapolation_figure({}, [16], train_length=16, chance=0.1)
+
+
+def test_per_position_figure_leaves_out_unscored_positions():
+    from posenc.plots.extrapolation import per_position_figure
+
+    nan = float("nan")
+    curves = {
+        "offset": {"rope": [nan, nan, 1.0, 0.8, 0.5], "learned": [nan, nan, 1.0, nan, nan]},
+    }
+    fig = per_position_figure(curves, train_length=3, chance=1 / 16)
+    ax = fig.axes[0]
+    drawn = {line.get_label(): line for line in ax.lines}
+    np.testing.assert_array_equal(drawn["rope"].get_xdata(), [2, 3, 4])
+    np.testing.assert_array_equal(drawn["learned"].get_xdata(), [2])
+    np.testing.assert_allclose(drawn["rope"].get_ydata(), [1.0, 0.8, 0.5])
+    assert "position" in ax.get_xlabel() and "accuracy" in ax.get_ylabel()
+    # A method keeps its colour in every panel, and the legend names each once.
+    two = {"a": {"x": [1.0, 0.5], "y": [1.0, 0.9]}, "b": {"y": [1.0, 0.2]}}
+    fig = per_position_figure(two, train_length=1, chance=0.1)
+    first, second = ({ln.get_label(): ln for ln in a.lines} for a in fig.axes)
+    assert first["y"].get_color() == second["y"].get_color() != first["x"].get_color()
+    legend = fig.axes[1].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["x", "y"]
+    with pytest.raises(ValueError, match="curves"):
+        per_position_figure({}, train_length=3, chance=0.1)
+    with pytest.raises(ValueError, match="curves"):
+        per_position_figure({"t": {"a": [[1.0]]}}, train_length=3, chance=0.1)

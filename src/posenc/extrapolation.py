@@ -399,7 +399,11 @@ def length_summary(
 
 
 def drop_tests(
-    config: ExtrapolationConfig, cells: Sequence[dict[str, Any]], *, gate: float = 0.95
+    config: ExtrapolationConfig,
+    cells: Sequence[dict[str, Any]],
+    *,
+    gate: float = 0.95,
+    beyond_train: bool = False,
 ) -> list[dict[str, Any]]:
     """Accuracy lost from ``L`` to each longer length, per task and method, with tests.
 
@@ -408,7 +412,14 @@ def drop_tests(
     paired per-seed difference ``acc(factor L) - acc(L)``, its 95% interval,
     the p-value of no change, and the TOST p-value of a change within
     ``± config.margin``; both families Holm-corrected over every row.
+
+    With ``beyond_train=True``, the longer length is scored only on the
+    positions ``>= L`` (those never seen in training), so the difference is
+    ``acc(positions L .. factor L - 1) - acc(L)`` and is not diluted by the
+    shared in-distribution prefix.
     """
+    if not isinstance(beyond_train, bool):
+        raise TypeError(f"beyond_train must be True or False, got {beyond_train!r}")
     rows = []
     for task in config.tasks:
         for method in config.methods:
@@ -417,7 +428,11 @@ def drop_tests(
             if np.isnan(base).any() or base.mean() < gate:
                 continue
             for factor in config.factors[1:]:
-                longer = accuracy_at(acc, config.train_length * factor)
+                longer = accuracy_at(
+                    acc,
+                    config.train_length * factor,
+                    beyond=config.train_length if beyond_train else None,
+                )
                 if np.isnan(longer).any():
                     continue
                 diff = longer - base

@@ -16,7 +16,12 @@ from matplotlib.figure import Figure
 from ..validation import check_array
 from .style import QUALITATIVE, detached
 
-__all__ = ["extension_figure", "extrapolation_figure", "scale_factor_figure"]
+__all__ = [
+    "extension_figure",
+    "extrapolation_figure",
+    "per_position_figure",
+    "scale_factor_figure",
+]
 
 _PALETTE = tuple(c for c in QUALITATIVE if c not in ("#F0E442", "#000000"))
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
@@ -183,4 +188,75 @@ def extension_figure(
         ax.set_ylabel("accuracy (share of answers; dotted: chance)")
         ax.set_title(f"task: {task}")
     axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+    return detached(fig)
+
+
+def per_position_figure(
+    curves: Mapping[str, Mapping[str, Sequence[float]]],
+    *,
+    train_length: int,
+    chance: float,
+) -> Figure:
+    """Accuracy at each position, one panel per task, one line per method.
+
+    Parameters
+    ----------
+    curves : mapping task -> mapping method -> array ``(max_length,)``
+        Mean accuracy over seeds at each position; NaN where a position is
+        not scored or the method cannot run (those points are left out).
+    train_length : int
+        Drawn as a dashed vertical line: positions from it on were never
+        seen in training.
+    chance : float
+        Accuracy of a uniform guess, drawn as a dotted line.
+
+    Examples
+    --------
+    >>> fig = per_position_figure(
+    ...     {"t": {"a": [float("nan"), 1.0, 0.5]}}, train_length=2, chance=0.1
+    ... )
+    >>> len(fig.axes[0].lines)
+    3
+    """
+    if not curves:
+        raise ValueError("curves must hold at least one task")
+    fig, axes = plt.subplots(
+        1,
+        len(curves),
+        figsize=(4.2 * len(curves) + 1.6, 4.0),
+        layout="constrained",
+        squeeze=False,
+    )
+    # One colour and marker per method across all panels, one legend entry each.
+    order = list(dict.fromkeys(m for methods in curves.values() for m in methods))
+    handles = {}
+    for ax, (task, methods) in zip(axes[0], curves.items(), strict=True):
+        for method, values in methods.items():
+            index = order.index(method)
+            values = check_array(f"curves[{task!r}][{method!r}]", values, ndim=1, finite=False)
+            ok = ~np.isnan(values)
+            ax.plot(
+                np.flatnonzero(ok),
+                values[ok],
+                color=_PALETTE[index % len(_PALETTE)],
+                marker=_MARKERS[index % len(_MARKERS)],
+                markersize=3,
+                linewidth=1.2,
+                label=method,
+            )
+            handles.setdefault(method, ax.lines[-1])
+        ax.axvline(train_length - 0.5, color="0.4", linestyle="--", linewidth=1)
+        ax.axhline(chance, color="0.4", linestyle=":", linewidth=1)
+        ax.set_ylim(-0.02, 1.05)
+        ax.set_xlabel("position in the test sequence (dashed: training length)")
+        ax.set_ylabel("accuracy (share of answers; dotted: chance)")
+        ax.set_title(f"task: {task}")
+    axes[0, -1].legend(
+        [handles[m] for m in order],
+        order,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        fontsize="small",
+        title="position",
+    )
     return detached(fig)
