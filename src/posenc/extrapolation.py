@@ -31,7 +31,7 @@ import numpy as np
 from scipy import stats
 from threadpoolctl import threadpool_limits
 
-from .experiment import mean_confidence_interval
+from .experiment import holm, mean_confidence_interval  # one Holm adjustment
 from .lengthtasks import LENGTH_TASKS, make_length_batch
 from .scaling import scaled_frequencies, yarn_attention_factor
 from .transformer import POSITION_METHODS, CausalTransformer, train_causal
@@ -585,29 +585,6 @@ def paired_tost(differences: Any, margin: float) -> float:
     lower = stats.t.sf((mean + margin) / se, d.size - 1)
     upper = stats.t.cdf((mean - margin) / se, d.size - 1)
     return float(max(lower, upper))
-
-
-def holm(p_values: Any) -> np.ndarray:
-    """Holm's step-down adjusted p-values (same order as given).
-
-    Reject hypothesis ``i`` at family-wise level alpha when its adjusted
-    p-value is ``<= alpha``.
-
-    Examples
-    --------
-    >>> holm([0.01, 0.04, 0.03])
-    array([0.03, 0.06, 0.06])
-    """
-    p = check_array("p_values", p_values, ndim=1)
-    if p.size == 0:
-        return p
-    if np.any((p < 0) | (p > 1)):
-        raise ValueError("p_values must lie in [0, 1]")
-    order = np.argsort(p, kind="stable")
-    adjusted = np.minimum(1.0, np.maximum.accumulate(p[order] * (p.size - np.arange(p.size))))
-    out = np.empty_like(adjusted)
-    out[order] = adjusted
-    return out
 
 
 def total_steps(config: ExtrapolationConfig) -> int:
