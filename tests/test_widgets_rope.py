@@ -78,3 +78,9 @@ def test_frame_rendered_once_and_marker_follows_the_offset():
 def test_bad_settings(kwargs, error, match):
     with pytest.raises(error, match=match):
         rope_explorer(**kwargs)
+
+
+def test_rope_explorer_falls_back_to_the_one_line_hint():
+    explorer = rope_explorer()
+    assert repr(explorer) == f"RopeExplorer: {explorer.HINT}"
+    assert explorer._repr_mimebundle_()["text/plain"] == repr(explorer)

@@ -119,7 +119,30 @@ def _slider(kind, description: str, value, minimum, maximum, **options):
     )
 
 
-class Explorer(widgets.VBox):
+class HintedVBox(widgets.VBox):
+    """A box of widgets whose plain-text fallback is a one-line hint, not a repr tree."""
+
+    #: What a notebook shows in place of the live widget: before its cell runs
+    #: (a stored output, or an untrusted notebook), and in a front end without
+    #: widgets. One line, the same on every machine.
+    HINT = "Run this cell to get the sliders (a live picture needs a running kernel)."
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}: {self.HINT}"
+
+    def _repr_mimebundle_(self, **kwargs) -> dict:
+        """The widget view, with a one-line hint as its plain-text fallback.
+
+        ipywidgets' own fallback is the repr of the whole tree of children
+        (``EncodingExplorer(children=(HBox(...``), which is what a reader sees
+        of a stored output before running the cell.
+        """
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["text/plain"] = repr(self)
+        return bundle
+
+
+class Explorer(HintedVBox):
     """Sliders for ``d``, ``n``, ``L`` and ``k`` above a live picture of a view.
 
     Not used directly: :func:`encoding_explorer`, :func:`similarity_explorer`
@@ -191,25 +214,6 @@ class Explorer(widgets.VBox):
         )
         super().__init__(children=[controls, self.image])
         self._render_data()
-
-    #: What a notebook shows in place of the live widget: before its cell runs
-    #: (a stored output, or an untrusted notebook), and in a front end without
-    #: widgets. One line, the same on every machine.
-    HINT = "Run this cell to get the sliders (a live picture needs a running kernel)."
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}: {self.HINT}"
-
-    def _repr_mimebundle_(self, **kwargs) -> dict:
-        """The widget view, with a one-line hint as its plain-text fallback.
-
-        ipywidgets' own fallback is the repr of the whole tree of children
-        (``EncodingExplorer(children=(HBox(...``), which is what a reader sees
-        of a stored output before running the cell.
-        """
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = repr(self)
-        return bundle
 
     # What a subclass changes: how the view is told about new settings.
     def _update_view(self) -> None:
@@ -445,7 +449,7 @@ def projection_explorer(
 ROPE_DEFAULTS = {"d": 128, "base": 10_000.0, "offset": 100}
 
 
-class RopeExplorer(widgets.VBox):
+class RopeExplorer(HintedVBox):
     """Sliders for the base ``n``, the head width ``d_k`` and an offset, above the
     RoPE score of an evenly spread pair and its decay bound (:class:`RopeView`).
 

@@ -1,4 +1,4 @@
-"""Chapter 4 in JupyterLab, as a student runs it after ``make lab``: Run All, explorers, links.
+"""Chapters 4 and 6 in JupyterLab, as a student runs them after ``make lab``: Run All, explorers, links.
 
 JupyterLab is started by ``make lab`` itself (headless, on a free local port,
 with a random token), with its settings and workspaces in a temporary folder
@@ -33,6 +33,7 @@ from .conftest import offline_context
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = "chapters/04_visualisation.ipynb"
+CHAPTER_6 = "chapters/06_position_inside_attention.ipynb"
 STUDENT = "assignments/dist/04_visualisation/student/04_visualisation.ipynb"
 EXPLORERS = 3  # encoding, similarity and projection explorers of chapter 4
 SLIDERS_PER_EXPLORER = 4  # d, n, L, k
@@ -98,16 +99,18 @@ def lab(tmp_path_factory):
         log.close()
 
 
-@pytest.fixture(scope="module")
-def chapter(browser, lab):
-    """Chapter 4 opened in JupyterLab and run with Run All; yields (page, record)."""
+def open_and_run(browser, lab, path: str, solution_code: str):
+    """``path`` opened in JupyterLab and run with Run All; returns (page, record, context).
+
+    ``solution_code`` is a line of an exercise solution, which must stay hidden as opened.
+    """
     base, token = lab
     context, refused = offline_context(browser, base)
     page = context.new_page()
     console: list[tuple[str, str]] = []
     page.on("console", lambda m: console.append((m.type, m.text)))
     page.on("pageerror", lambda e: console.append(("pageerror", str(e))))
-    page.goto(f"{base}/lab/tree/{CHAPTER}?token={token}&reset", timeout=60_000)
+    page.goto(f"{base}/lab/tree/{path}?token={token}&reset", timeout=60_000)
     page.wait_for_selector(".jp-Notebook .jp-MarkdownCell .myst", timeout=60_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
     before = page.locator(".jp-Notebook .jp-OutputArea-output").all_inner_texts()
@@ -118,7 +121,7 @@ def chapter(browser, lab):
     # As opened: solutions collapsed (JupyterLab shows a placeholder for a hidden input).
     record["placeholders"] = page.locator(".jp-Cell .jp-InputPlaceholder").all_inner_texts()
     record["solution_code_shown"] = page.locator(
-        ".jp-CodeCell .jp-InputArea:not(.lm-mod-hidden) .cm-content", has_text="flat_by_base"
+        ".jp-CodeCell .jp-InputArea:not(.lm-mod-hidden) .cm-content", has_text=solution_code
     ).count()
     # A collapsed cell does not update its prompt: expand all before running.
     for label in ("Expand All Code", "Expand All Outputs"):
@@ -147,6 +150,21 @@ def chapter(browser, lab):
         page.screenshot(path=str(RESULTS.with_suffix(".png")))
     record["run_all_seconds"] = time.monotonic() - start
     record["prompts"] = page.locator(".jp-CodeCell .jp-InputPrompt").all_text_contents()
+    return page, record, context
+
+
+@pytest.fixture(scope="module")
+def chapter(browser, lab):
+    """Chapter 4 opened in JupyterLab and run with Run All; yields (page, record)."""
+    page, record, context = open_and_run(browser, lab, CHAPTER, "flat_by_base")
+    yield page, record
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def chapter6(browser, lab, chapter):
+    """Chapter 6 (position inside attention, with the RoPE explorer), after chapter 4."""
+    page, record, context = open_and_run(browser, lab, CHAPTER_6, "# Solution")
     yield page, record
     context.close()
 
@@ -265,3 +283,53 @@ def test_no_unresolved_reference(chapter):
 def test_no_unresolved_citation(chapter):
     page, _ = chapter
     assert page.locator(".myst [title='Citation Not Found']").all_inner_texts() == []
+
+
+# --- chapter 6: Run All, the RoPE explorer, references ---------------------------------
+
+
+def test_chapter6_runs_opens_unmodified_and_resolves_every_reference(chapter6):
+    page, record = chapter6
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    assert [t for t in errors.all_inner_texts() if re.search(r"Traceback|Error\b", t)] == []
+    assert record["prompts"] and all(re.search(r"\[\d+\]", p) for p in record["prompts"])
+    assert record["dirty_on_open"] == 0
+    assert record["placeholders"]  # the exercises' solutions are collapsed
+    assert page.locator(".myst [title='Cross Reference Not Found']").all_inner_texts() == []
+    errors = [t for kind, t in record["console"] if kind in ("error", "pageerror")]
+    assert [e for e in errors if "target was not found" not in e] == []
+    print(f"\nRun All of {CHAPTER_6}: {record['run_all_seconds']:.1f} s")
+
+
+def test_chapter6_rope_explorer_redraws_within_a_second(chapter6):
+    page, record = chapter6
+    assert any("Run this cell to get the sliders" in t for t in record["outputs_before"])
+    explorer = page.locator(".jp-OutputArea-output .widget-vbox:has(img)").first
+    explorer.wait_for(timeout=30_000)
+    sliders = explorer.locator(".widget-slider")
+    assert sliders.count() >= 3  # base, head dimension, offset
+    handle = sliders.last.locator(".noUi-handle")
+    handle.scroll_into_view_if_needed()
+    latencies = []
+    for _ in range(3):
+        explorer.evaluate(
+            """(node) => {
+                const img = node.querySelector('img');
+                const before = img.src;
+                window.__redraw = new Promise(resolve => {
+                    const t0 = performance.now();
+                    const obs = new MutationObserver(() => {
+                        if (img.src === before) return;
+                        obs.disconnect();
+                        resolve(performance.now() - t0);
+                    });
+                    obs.observe(img, {attributes: true, attributeFilter: ['src']});
+                    setTimeout(() => { obs.disconnect(); resolve(Infinity); }, 5000);
+                });
+            }"""
+        )
+        handle.press("ArrowRight")
+        latencies.append(page.evaluate("() => window.__redraw"))
+    print(f"\nRoPE explorer redraw: {[round(ms) for ms in latencies]} ms")
+    assert max(latencies[1:]) < REDRAW_LIMIT_MS, latencies
+    assert latencies[0] < 5 * REDRAW_LIMIT_MS, latencies
