@@ -1,4 +1,4 @@
-"""Chapters 4 and 6 in JupyterLab, as a student runs them after ``make lab``: Run All, explorers, links.
+"""Chapters 4 and 6 in JupyterLab, as a student runs them after ``make lab``.
 
 JupyterLab is started by ``make lab`` itself (headless, on a free local port,
 with a random token), with its settings and workspaces in a temporary folder
