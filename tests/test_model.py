@@ -43,9 +43,11 @@ def random_batch(seed, batch=6, vocab=5, length=4, classes=3, n_models=None):
 
 
 def reference_logits(model, tokens, m=0):
-    """Copy m's class scores, sequence by sequence, with posenc.self_attention."""
-    if model.n_layers == 2:
-        return reference_deep_logits(model, tokens, m)
+    """Copy m's class scores, sequence by sequence, with posenc.self_attention.
+
+    One layer: the mean of one attention output. Two layers: two attention
+    layers with a residual stream, then the mean.
+    """
     p = {name: value[m] for name, value in model.params.items()}
     out = []
     for row in tokens:
@@ -59,7 +61,11 @@ def reference_logits(model, tokens, m=0):
                 else p["position_embedding"]
             )
             z = x + codes if model.combine == "add" else np.hstack([x, codes])
-        pooled = self_attention(z, p["w_q"], p["w_k"], p["w_v"]).mean(axis=0)
+        if model.n_layers == 2:
+            z = z + self_attention(z, p["w_q"], p["w_k"], p["w_v"])
+            pooled = (z + self_attention(z, p["w_q2"], p["w_k2"], p["w_v2"])).mean(axis=0)
+        else:
+            pooled = self_attention(z, p["w_q"], p["w_k"], p["w_v"]).mean(axis=0)
         out.append(pooled @ p["w_out"] + p["b_out"])
     return np.array(out)
 
@@ -538,34 +544,13 @@ def test_learning_rate_scales_the_updates():
 # --- two layers on a residual stream, and a learning rate per copy -------------------------
 
 
-def reference_deep_logits(model, tokens, m=0):
-    """Copy m's class scores for the two-layer model, with posenc.self_attention."""
-    p = {name: value[m] for name, value in model.params.items()}
-    out = []
-    for row in tokens:
-        x = model.embedding_scale * p["token_embedding"][row]
-        if model.position == "none":
-            z = x
-        else:
-            codes = (
-                sinusoidal(model.length, model.d_position, model.base)
-                if model.position == "sinusoidal"
-                else p["position_embedding"]
-            )
-            z = x + codes if model.combine == "add" else np.hstack([x, codes])
-        z = z + self_attention(z, p["w_q"], p["w_k"], p["w_v"])
-        z = z + self_attention(z, p["w_q2"], p["w_k2"], p["w_v2"])
-        out.append(z.mean(axis=0) @ p["w_out"] + p["b_out"])
-    return np.array(out)
-
-
 @pytest.mark.parametrize(("position", "combine"), VARIANTS)
 def test_two_layer_logits_match_a_reference(position, combine):
     model = small_model(position, combine, seeds=(3, 4), n_layers=2, d_v=None)
     tokens, _ = random_batch(11)
     logits = model.logits(tokens)
     for m in range(2):
-        np.testing.assert_allclose(logits[m], reference_deep_logits(model, tokens, m), atol=1e-12)
+        np.testing.assert_allclose(logits[m], reference_logits(model, tokens, m), atol=1e-12)
     assert {"w_q2", "w_k2", "w_v2"} <= set(model.params)
     assert model.params["w_out"].shape == (2, model.width, 3)
 

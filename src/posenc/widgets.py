@@ -120,7 +120,8 @@ def _slider(kind, description: str, value, minimum, maximum, **options):
 
 
 class HintedVBox(widgets.VBox):
-    """A box of widgets whose plain-text fallback is a one-line hint, not a repr tree."""
+    """What every explorer shares: a one-line plain-text fallback instead of a repr
+    tree, and the fast redraw of the artists that move over a kept frame."""
 
     #: What a notebook shows in place of the live widget: before its cell runs
     #: (a stored output, or an untrusted notebook), and in a front end without
@@ -140,6 +141,19 @@ class HintedVBox(widgets.VBox):
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["text/plain"] = repr(self)
         return bundle
+
+    def _blit_moving_artists(self) -> None:
+        """Paste back the frame and the data, draw the moving artists, publish the PNG.
+
+        A subclass keeps ``view`` (with ``figure`` and ``moving_artists``), ``_canvas``,
+        ``_under_marker`` (the saved frame and data), ``image`` and ``redraws``.
+        """
+        figure, canvas = self.view.figure, self._canvas
+        canvas.restore_region(self._under_marker)
+        for artist in self.view.moving_artists:
+            figure.draw_artist(artist)
+        self.image.value = _png(canvas)
+        self.redraws += 1
 
 
 class Explorer(HintedVBox):
@@ -270,12 +284,7 @@ class Explorer(HintedVBox):
 
     def _render_position(self) -> None:
         """After a new position: paste back the frame and data, draw the moving artists."""
-        figure, canvas = self.view.figure, self._canvas
-        canvas.restore_region(self._under_marker)
-        for artist in self.view.moving_artists:
-            figure.draw_artist(artist)
-        self.image.value = _png(canvas)
-        self.redraws += 1
+        self._blit_moving_artists()
 
 
 def _check_explorer_args(length, d_model, base, position, max_length, max_d_model):
@@ -522,12 +531,7 @@ class RopeExplorer(HintedVBox):
         self._render_offset()
 
     def _render_offset(self) -> None:
-        figure, canvas = self.view.figure, self._canvas
-        canvas.restore_region(self._under_marker)
-        for artist in self.view.moving_artists:
-            figure.draw_artist(artist)
-        self.image.value = _png(canvas)
-        self.redraws += 1
+        self._blit_moving_artists()
 
 
 def rope_explorer(

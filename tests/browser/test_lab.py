@@ -43,6 +43,26 @@ REDRAW_LIMIT_MS = 1000.0
 RESULTS = ROOT / "_build" / "lab-test.json"
 
 
+def arm_redraw_timer(explorer) -> None:
+    """Start timing until the explorer's picture changes; ``window.__redraw`` resolves to ms."""
+    explorer.evaluate(
+        """(node) => {
+            const img = node.querySelector('img');
+            const before = img.src;
+            window.__redraw = new Promise(resolve => {
+                const t0 = performance.now();
+                const obs = new MutationObserver(() => {
+                    if (img.src === before) return;
+                    obs.disconnect();
+                    resolve(performance.now() - t0);
+                });
+                obs.observe(img, {attributes: true, attributeFilter: ['src']});
+                setTimeout(() => { obs.disconnect(); resolve(Infinity); }, 5000);
+            });
+        }"""
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -208,22 +228,7 @@ def test_explorers_render_with_sliders_and_redraw_within_a_second(chapter):
         handle.scroll_into_view_if_needed()
         latencies[i] = []
         for _ in range(1 + KEY_PRESSES):  # the first move (kernel warming up) is reported apart
-            explorer.evaluate(
-                """(node) => {
-                    const img = node.querySelector('img');
-                    const before = img.src;
-                    window.__redraw = new Promise(resolve => {
-                        const t0 = performance.now();
-                        const obs = new MutationObserver(() => {
-                            if (img.src === before) return;
-                            obs.disconnect();
-                            resolve(performance.now() - t0);
-                        });
-                        obs.observe(img, {attributes: true, attributeFilter: ['src']});
-                        setTimeout(() => { obs.disconnect(); resolve(Infinity); }, 5000);
-                    });
-                }"""
-            )
+            arm_redraw_timer(explorer)
             handle.press("ArrowRight")
             latencies[i].append(page.evaluate("() => window.__redraw"))
     first = [values[0] for values in latencies.values()]
@@ -312,22 +317,7 @@ def test_chapter6_rope_explorer_redraws_within_a_second(chapter6):
     handle.scroll_into_view_if_needed()
     latencies = []
     for _ in range(3):
-        explorer.evaluate(
-            """(node) => {
-                const img = node.querySelector('img');
-                const before = img.src;
-                window.__redraw = new Promise(resolve => {
-                    const t0 = performance.now();
-                    const obs = new MutationObserver(() => {
-                        if (img.src === before) return;
-                        obs.disconnect();
-                        resolve(performance.now() - t0);
-                    });
-                    obs.observe(img, {attributes: true, attributeFilter: ['src']});
-                    setTimeout(() => { obs.disconnect(); resolve(Infinity); }, 5000);
-                });
-            }"""
-        )
+        arm_redraw_timer(explorer)
         handle.press("ArrowRight")
         latencies.append(page.evaluate("() => window.__redraw"))
     print(f"\nRoPE explorer redraw: {[round(ms) for ms in latencies]} ms")
