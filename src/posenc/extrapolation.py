@@ -550,16 +550,12 @@ def paired_interval(
     d = check_array("differences", differences, ndim=1)
     if d.size < 2:
         raise ValueError(f"differences must hold at least 2 numbers, got {d.size}")
-    confidence = check_real("confidence", confidence, minimum=0.0, maximum=1.0)
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence}")
-    mean = float(d.mean())
+    mean, low, high = mean_confidence_interval(d, confidence)  # the one-sample t interval
     se = float(d.std(ddof=1)) / math.sqrt(d.size)
     if se == 0.0:
         return mean, mean, mean, 1.0 if mean == 0.0 else 0.0
-    half = float(stats.t.ppf(0.5 + confidence / 2, d.size - 1)) * se
     p = float(2 * stats.t.sf(abs(mean) / se, d.size - 1))
-    return mean, mean - half, mean + half, p
+    return mean, low, high, p
 
 
 def paired_tost(differences: Any, margin: float) -> float:
