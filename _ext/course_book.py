@@ -1,6 +1,6 @@
 """Sphinx extension for the built book: what a reader sees in the browser.
 
-Loaded by ``_config.yml`` (``sphinx.local_extensions``). It does six things,
+Loaded by ``_config.yml`` (``sphinx.local_extensions``). It does seven things,
 each one a fix that the book's browser test (``tests/browser/test_book.py``)
 checks:
 
@@ -20,6 +20,12 @@ checks:
 * **Bibliography labels as the citations read.** The text cites author and
   year, so each bibliography entry is labelled the same way ("Vaswani et al.,
   2017") by the pybtex style ``plain_author_year``, instead of a number.
+* **Citations as links to the bibliography.** The chapters cite with plain
+  links, ``[Vaswani et al. (2017)](#vaswani2017attention)``, a form that
+  JupyterLab renders as well (``tools/lab_compat.py`` writes them from
+  ``{cite:t}``/``{cite:p}``). Every key of ``references.bib`` is made a label
+  of its entry on the bibliography page (whose entries carry the key as their
+  id: ``bibtex_cite_id`` in ``_config.yml``), so each link resolves there.
 * **Setup magics hidden.** A code cell that only sets IPython's display mode
   (``%xmode``), which says nothing about the course, is left out of the page.
 """
@@ -200,10 +206,32 @@ def latex_to_text(text: str) -> str:
     return Text.from_latex(text).render_as("text")
 
 
+def label_citations(app: Sphinx, env: Any) -> None:
+    """Make every bibliography entry's key a label of its entry (``[text](#key)`` resolves).
+
+    Runs when all pages are read, after sphinxcontrib-bibtex has given every
+    entry of a ``{bibliography}`` directive its id; a key that is already a
+    label elsewhere is reported, not overwritten.
+    """
+    std = env.get_domain("std")
+    cite = env.get_domain("cite")
+    for bib_key, bib in cite.bibliographies.items():
+        for key, node in bib.citation_nodes.items():
+            if not node["ids"]:
+                continue
+            target = (bib_key.docname, node["ids"][0])
+            if std.anonlabels.get(key, target) != target:
+                logger.warning("citation key %r is also a label elsewhere", key)
+                continue
+            std.anonlabels[key] = target
+            std.labels[key] = (*target, key)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     register_plugin("pybtex.style.labels", "author_year_labels", AuthorYearLabels)
     register_plugin("pybtex.style.formatting", "plain_author_year", PlainAuthorYear)
     app.connect("config-inited", configure_buttons)
     app.connect("doctree-read", trim_doctree)
+    app.connect("env-updated", label_citations)
     app.connect("html-page-context", dedupe_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

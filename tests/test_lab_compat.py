@@ -3,7 +3,11 @@
 import copy
 import importlib.util
 import json
+import sys
 from pathlib import Path
+
+import pytest
+from pybtex.database import parse_file
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("lab_compat", ROOT / "tools" / "lab_compat.py")
@@ -156,10 +160,52 @@ def test_references_to_other_chapters_get_stand_ins(tmp_path):
 
 def test_terms_and_works_cited_for_jupyterlab(tmp_path):
     nb = notebook()
-    nb["cells"].append(md("A {term}`mixing layer <Attention>` and {cite:p}`vaswani2017attention`."))
+    nb["cells"].append(
+        md(
+            "A {term}`mixing layer <Attention>`, {cite:p}`vaswani2017attention`; "
+            "{cite:t}`hochreiter1997long` and {cite}`elman1990finding, vaswani2017attention`."
+        )
+    )
     nb = lab_compat.transform(nb, tmp_path, macros={}, others={})
+    cited = "".join(nb["cells"][-2]["source"])
+    assert "{cite" not in cited
+    assert "([Vaswani et al., 2017](#vaswani2017attention))" in cited
+    assert "[Hochreiter and Schmidhuber (1997)](#hochreiter1997long)" in cited
+    assert "([Elman, 1990](#elman1990finding); [Vaswani et al., 2017](#vaswani2017attention))" in (
+        cited
+    )
     text = "".join(nb["cells"][-1]["source"])
     assert "```{glossary}\nAttention\n: A layer that mixes the rows of its input:" in text
-    assert "- `vaswani2017attention`: Vaswani et al. (2017). *Attention Is All You Need*." in text
+    # Each work once, in order of first citation, labelled by its key.
+    works = text.split("### Works cited")[1]
+    assert works.count("(vaswani2017attention)=\nVaswani et al. (2017). *Attention Is All") == 1
+    assert works.index("(vaswani2017attention)=") < works.index("(hochreiter1997long)=")
+    assert works.index("(hochreiter1997long)=") < works.index("(elman1990finding)=")
+    assert lab_compat.transform(copy.deepcopy(nb), tmp_path, macros={}, others={}) == nb
     works = lab_compat.bibliography()
     assert all(line.endswith((".", "?", "!")) for line in works.values())
+
+
+def test_citation_labels_follow_the_bibliography():
+    labels = lab_compat.citation_labels()
+    assert set(labels) == set(lab_compat.bibliography())
+    assert labels["hochreiter1997long"] == ("Hochreiter and Schmidhuber", "1997")
+    assert labels["vaswani2017attention"] == ("Vaswani et al.", "2017")
+    # The book's bibliography labels its entries by the same rule.
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from course_book import AuthorYearLabels
+
+    entries = parse_file(str(ROOT / "references.bib")).entries
+    for key, (who, year) in labels.items():
+        assert AuthorYearLabels.label(entries[key]) == f"{who}, {year}", key
+
+
+def test_unknown_citations_are_refused(tmp_path):
+    for text, match in [
+        ("{cite:p}`nobody1999`", "nobody1999"),
+        ("{cite:ps}`vaswani2017attention`", "only"),
+    ]:
+        nb = notebook()
+        nb["cells"].append(md(text))
+        with pytest.raises(ValueError, match=match):
+            lab_compat.transform(nb, tmp_path, macros={}, others={})

@@ -36,6 +36,14 @@ the book ignores:
   reference resolves to it; numbers are then the notebook's own.
 * **Links to pages**: ``{doc}`text <../page>``` becomes ``[text](../page.md)``
   when ``page.md`` exists, a form the book and JupyterLab both follow.
+* **Citations**: jupyterlab-myst resolves no citation role (it has no
+  bibliography), so ``{cite:t}`key``` becomes ``[Author (year)](#key)`` and
+  ``{cite:p}`a,b``` becomes ``([A, year](#a); [B, year](#b))``, labelled
+  as the book's bibliography labels its entries. In the book the link goes
+  to the entry on the bibliography page (``_ext/course_book.py`` makes each
+  key a label there); in JupyterLab to the work's entry under "Works cited"
+  in the last cell. Authors may keep writing ``{cite:p}`` and ``{cite:t}``:
+  this script converts them.
 * **Figure captions**: the book takes a figure's caption and label from the
   code cell's ``mystnb.figure`` metadata, which JupyterLab does not read.
   After each such cell the script keeps a markdown cell, tagged
@@ -250,7 +258,67 @@ def targets(nb: dict, link: str) -> dict[str, str]:
 
 
 _TERM = re.compile(r"\{term\}`(?:[^`<]*<)?([^`<>]+?)>?`")
-_CITE = re.compile(r"\{cite(?::\w+)?\}`([^`]+)`")
+_CITE = re.compile(r"\{cite(?::(\w+))?\}`([^`]+)`")
+#: A converted citation: a link whose target is a key of ``references.bib``.
+_CITE_LINK = re.compile(r"\]\(#([\w:-]+)\)")
+
+
+def _latex_text(text: str) -> str:
+    """A BibTeX field as plain text: braces and accent commands decoded."""
+    from pybtex.richtext import Text
+
+    return Text.from_latex(text).render_as("text")
+
+
+def citation_labels(path: Path = ROOT / "references.bib") -> dict[str, tuple[str, str]]:
+    """``key -> (who, year)`` for every work: "Surname", "A and B" or "A et al.".
+
+    The same rule as the book's bibliography labels (``AuthorYearLabels`` in
+    ``_ext/course_book.py``), so a citation reads as the entry it links to.
+    """
+    from pybtex.database import parse_file
+
+    labels = {}
+    for key, entry in parse_file(str(path)).entries.items():
+        people = entry.persons.get("author") or entry.persons.get("editor") or []
+        names = [_latex_text(" ".join(p.last_names)) for p in people]
+        if not names:
+            who = _latex_text(entry.fields.get("organization", key))
+        elif len(names) <= 2:
+            who = " and ".join(names)
+        else:
+            who = f"{names[0]} et al."
+        labels[key] = (who, entry.fields.get("year", "n.d."))
+    counts: dict[tuple[str, str], int] = {}
+    for label in labels.values():
+        counts[label] = counts.get(label, 0) + 1
+    twins = sorted(f"{who}, {year}" for (who, year), n in counts.items() if n > 1)
+    if twins:  # the book would label them 1990a, 1990b: not handled here
+        raise ValueError(f"references.bib: two works share the label {twins[0]!r}")
+    return labels
+
+
+def link_citations(cells: list[dict], labels: dict[str, tuple[str, str]]) -> None:
+    """Rewrite ``{cite:t}`` and ``{cite:p}`` (or ``{cite}``) roles as links (see above)."""
+
+    def replace(match: re.Match) -> str:
+        kind = match.group(1) or "p"
+        keys = [k.strip() for k in match.group(2).split(",") if k.strip()]
+        missing = [k for k in keys if k not in labels]
+        if missing:
+            raise ValueError(f"citation key {missing[0]!r} is not in references.bib")
+        if kind == "t":
+            return "; ".join(f"[{labels[k][0]} ({labels[k][1]})](#{k})" for k in keys)
+        if kind == "p":
+            return "(" + "; ".join(f"[{labels[k][0]}, {labels[k][1]}](#{k})" for k in keys) + ")"
+        raise ValueError(f"{match.group(0)}: only {{cite:t}} and {{cite:p}} are converted")
+
+    for cell in cells:
+        if cell["cell_type"] == "markdown" and cell.get("metadata", {}).get(MARK) is None:
+            text = _source(cell)
+            new = _CITE.sub(replace, text)
+            if new != text:
+                cell["source"] = new.splitlines(keepends=True)
 
 
 def glossary_entries(path: Path = ROOT / "glossary.md") -> dict[str, str]:
@@ -305,13 +373,13 @@ def bibliography(path: Path = ROOT / "references.bib") -> dict[str, str]:
 
 
 def _works_cited(cells: list[dict]) -> str:
+    works = bibliography()
     keys: list[str] = []
     for cell in cells:
         if cell["cell_type"] == "markdown":
-            for group in _CITE.findall(_source(cell)):
-                keys += [k.strip() for k in group.split(",") if k.strip() not in keys]
-    works = bibliography() if keys else {}
-    return "\n".join(f"- `{k}`: {works[k]}" for k in dict.fromkeys(keys) if k in works)
+            keys += [k for k in _CITE_LINK.findall(_source(cell)) if k in works]
+    # Each work a paragraph with the key as its label: the citation links resolve to it.
+    return "\n\n".join(f"({k})=\n{works[k]}" for k in dict.fromkeys(keys))
 
 
 def elsewhere(nb: dict, others: dict[str, str]) -> list[dict]:
@@ -337,8 +405,8 @@ def elsewhere(nb: dict, others: dict[str, str]) -> list[dict]:
     works = _works_cited(cells)
     if works:
         sections.append(
-            "### Works cited\n\nThe book links each citation to its entry in the "
-            "bibliography; here the keys are listed with their works.\n\n" + works
+            "### Works cited\n\nEvery work this chapter cites, in the order of first "
+            "citation; the book lists them all in its bibliography.\n\n" + works
         )
     if not sections:
         return cells
@@ -364,6 +432,7 @@ def transform(
     nb["cells"] = front_matter(nb["cells"], book_macros() if macros is None else macros)
     collapse_solutions(nb["cells"])
     link_pages(nb["cells"], folder)
+    link_citations(nb["cells"], citation_labels())
     nb["cells"] = elsewhere(nb, others or {})
     strip_widget_views(nb)
     return nb

@@ -281,13 +281,40 @@ def test_no_unresolved_reference(chapter):
     assert not [t for kind, t in record["console"] if "target was not found" in t]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jupyterlab-myst 2.x resolves no citation key: it reads no bibliography file",
-)
-def test_no_unresolved_citation(chapter):
-    page, _ = chapter
+def cited_works(page) -> list[tuple[str, str, str]]:
+    """(link text, target key, text of the element the link goes to) of every citation link."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll('.myst a[href^="#"]')]
+            .filter(a => /\\b(19|20)\\d\\d\\)?$/.test(a.textContent))
+            .map(a => {
+                const key = a.getAttribute('href').slice(1);
+                const target = document.getElementById(key);
+                return [a.textContent, key, target ? target.textContent : null];
+            })"""
+    )
+
+
+def assert_citations_resolve(page, notebook: str) -> int:
+    """No citation is left unresolved, and each links to its work in the notebook."""
     assert page.locator(".myst [title='Citation Not Found']").all_inner_texts() == []
+    source = json.loads((ROOT / notebook).read_text(encoding="utf-8"))
+    text = "".join("".join(c["source"]) for c in source["cells"] if c["cell_type"] == "markdown")
+    assert "{cite" not in text, "run tools/lab_compat.py: it converts citation roles"
+    bib = set(re.findall(r"^@\w+\{([^,\s]+),", (ROOT / "references.bib").read_text(), re.M))
+    works = [w for w in cited_works(page) if w[1] in bib]
+    keys = set(re.findall(r"\]\(#([\w:-]+)\)", text)) & bib
+    assert keys and {key for _, key, _ in works} == keys
+    for link, key, target in works:
+        # "Vaswani et al. (2017)" or "Vaswani et al., 2017" goes to "Vaswani et al. (2017). ..."
+        who, year = re.fullmatch(r"(.+?),? \(?(\d{4})\)?", link).groups()
+        assert target is not None and target.startswith(f"{who} ({year})."), (link, key, target)
+    return len(works)
+
+
+def test_citations_link_to_the_works_cited(chapter):
+    page, _ = chapter
+    count = assert_citations_resolve(page, CHAPTER)
+    print(f"\n{count} citation links in {CHAPTER}, each resolved to its work")
 
 
 # --- chapter 6: Run All, the RoPE explorer, references ---------------------------------
@@ -301,6 +328,7 @@ def test_chapter6_runs_opens_unmodified_and_resolves_every_reference(chapter6):
     assert record["dirty_on_open"] == 0
     assert record["placeholders"]  # the exercises' solutions are collapsed
     assert page.locator(".myst [title='Cross Reference Not Found']").all_inner_texts() == []
+    assert assert_citations_resolve(page, CHAPTER_6) > 0
     errors = [t for kind, t in record["console"] if kind in ("error", "pageerror")]
     assert [e for e in errors if "target was not found" not in e] == []
     print(f"\nRun All of {CHAPTER_6}: {record['run_all_seconds']:.1f} s")
