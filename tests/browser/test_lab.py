@@ -1,4 +1,9 @@
-"""Chapters 4 and 6 in JupyterLab, as a student runs them after ``make lab``.
+"""Every chapter in JupyterLab, as a student runs it after ``make lab``.
+
+Chapters 4 and 6, with the explorers, are tested in depth (sliders, redraw
+latency, the assignment links); every other chapter is opened and run once
+and checked for what a student would see: errors, raw markup, unresolved
+references and citations, an open solution.
 
 JupyterLab is started by ``make lab`` itself (headless, on a free local port,
 with a random token), with its settings and workspaces in a temporary folder
@@ -351,3 +356,72 @@ def test_chapter6_rope_explorer_redraws_within_a_second(chapter6):
     print(f"\nRoPE explorer redraw: {[round(ms) for ms in latencies]} ms")
     assert max(latencies[1:]) < REDRAW_LIMIT_MS, latencies
     assert latencies[0] < 5 * REDRAW_LIMIT_MS, latencies
+
+
+# --- every other chapter: Run All, references, citations, no raw markup ----------------
+
+OTHER_CHAPTERS = sorted(
+    str(p.relative_to(ROOT))
+    for p in (ROOT / "chapters").glob("*.ipynb")
+    if str(p.relative_to(ROOT)) not in (CHAPTER, CHAPTER_6)
+)
+#: MyST that jupyterlab-myst left as text: a role or a directive it did not understand.
+RAW_MARKUP = re.compile(r"\{(?:cite|numref|ref|eq|doc|term|download|glue)(?::\w+)?\}`|```\{|:::\{")
+
+
+def hidden_solution_line(path: str) -> str:
+    """A line of a collapsed code cell (a solution) that no visible cell of ``path`` has."""
+    nb = json.loads((ROOT / path).read_text(encoding="utf-8"))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    hidden = [c for c in code if c["metadata"].get("jupyter", {}).get("source_hidden")]
+    visible = {ln for c in code if c not in hidden for ln in "".join(c["source"]).splitlines()}
+    for cell in hidden:
+        for line in "".join(cell["source"]).splitlines()[1:]:
+            if line.strip() and line not in visible:
+                return line.strip()
+    raise AssertionError(f"{path} has no collapsed solution")
+
+
+def expected_errors(path: str) -> list[str]:
+    """The "Name: message" line of each error the notebook raises on purpose, sorted."""
+    nb = json.loads((ROOT / path).read_text(encoding="utf-8"))
+    return sorted(
+        f"{out['ename']}: {out['evalue']}".strip().splitlines()[-1]
+        for cell in nb["cells"]
+        if "raises-exception" in cell["metadata"].get("tags", [])
+        for out in cell.get("outputs", [])
+        if out["output_type"] == "error"
+    )
+
+
+@pytest.mark.parametrize("path", OTHER_CHAPTERS)
+def test_every_chapter_runs_and_reads_cleanly(browser, lab, path):
+    page, record, context = open_and_run(browser, lab, path, hidden_solution_line(path))
+    try:
+        errors = page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+        )
+        shown = [t for t in errors.all_inner_texts() if re.search(r"Traceback|Error\b", t)]
+        # Only the errors the chapter shows on purpose (cells tagged raises-exception).
+        assert sorted(t.strip().splitlines()[-1] for t in shown) == expected_errors(path)
+        assert record["prompts"] and all(re.search(r"\[\d+\]", p) for p in record["prompts"])
+        assert record["dirty_on_open"] == 0
+        assert record["placeholders"] and record["solution_code_shown"] == 0
+        assert page.locator(".myst [title='Cross Reference Not Found']").all_inner_texts() == []
+        assert assert_citations_resolve(page, path) > 0
+        raw = [
+            t
+            for t in page.locator(".jp-MarkdownCell .myst").all_inner_texts()
+            if RAW_MARKUP.search(t)
+        ]
+        assert raw == []
+        console = [t for kind, t in record["console"] if kind in ("error", "pageerror")]
+        assert [e for e in console if "target was not found" not in e] == []
+        assert record["run_all_seconds"] < RUN_ALL_LIMIT
+    finally:
+        context.close()
+    print(f"\nRun All of {path}: {record['run_all_seconds']:.1f} s")
+    timings = ROOT / "_build" / "lab-run-all.json"
+    seconds = json.loads(timings.read_text()) if timings.exists() else {}
+    seconds[path] = round(record["run_all_seconds"], 1)
+    timings.write_text(json.dumps(seconds, indent=1, sort_keys=True))
