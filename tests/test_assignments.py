@@ -1,8 +1,9 @@
 """The graded assignments: their build, the student versions, and the grading command.
 
-The slow steps start Jupyter kernels and run once per session, two at a time: building the
-five assignments with otter assign (into a temporary folder), grading their solutions,
-executing the student notebooks, and grading the fixture folder of sample submissions.
+The slow steps start Jupyter kernels and run once per session, two at a time: building every
+assignment with otter assign (into a temporary folder), grading their solutions, executing
+the student notebooks, grading the fixture folder of sample submissions, and grading two
+submissions of assignment 7 (mistakes, and posenc shortcuts that the graded run refuses).
 """
 
 from __future__ import annotations
@@ -254,6 +255,159 @@ def test_grading_the_fixture_folder(built: Path, tmp_path: Path) -> None:
         assert float(row["possible"]) == 11
         for reason in reasons:
             assert reason in row["reason"], (row["submission"], row["reason"])
+
+
+#: Answers to assignment 7 (by a line of the student's answer cell) for two
+#: submissions: typical mistakes, and the posenc calls that the graded run refuses. The
+#: honest answers of q3 and q5 are shared.
+A7_HONEST = {
+    "def alibi_far_share": (
+        "def alibi_far_share(n_heads, query_position, distance):\n"
+        "    back = np.arange(query_position + 1)\n"
+        "    w = np.exp(-posenc.alibi_slopes(n_heads)[:, None] * back)\n"
+        "    return (w * (back >= distance)).sum(axis=1) / w.sum(axis=1)\n"
+    ),
+    "heads_reaching_back = ...": (
+        "heads_reaching_back = int(np.sum(alibi_far_share(4, 63, 16) >= 0.05))\n"
+    ),
+    "choice = ...": (
+        'choice = "b"\nreason = "NTK keeps the fastest pair, PI shrinks every angle"\n'
+    ),
+}
+A7_MISTAKES = {
+    # NTK without the exponent d/(d-2): the slowest pair is not divided by the factor.
+    "def pi_frequencies": (
+        "def pi_frequencies(d, base, factor):\n"
+        "    return posenc.frequencies(d, base) / factor\n\n\n"
+        "def ntk_frequencies(d, base, factor):\n"
+        "    return posenc.frequencies(d, base * factor)\n"
+    ),
+    # The upper end clamped to d/2 - 1 instead of the reference code's d - 1.
+    "def yarn_range": (
+        "def yarn_range(d, base, original_length):\n"
+        "    def index(turns):\n"
+        "        ratio = original_length / (2 * np.pi * turns)\n"
+        "        return d * np.log(ratio) / (2 * np.log(base))\n"
+        "    low, high = int(np.floor(index(32))), int(np.ceil(index(1)))\n"
+        "    return max(low, 0), min(high, d // 2 - 1)\n\n\n"
+        "def yarn_divisors(d, base, factor, original_length):\n"
+        "    low, high = yarn_range(d, base, original_length)\n"
+        "    top = high + 0.001 if high == low else high\n"
+        "    ramp = np.clip((np.arange(d // 2) - low) / (top - low), 0, 1)\n"
+        "    return 1 / ((1 - ramp) + ramp / factor)\n"
+    ),
+    "pairs_changed = ...": (
+        "D, BASE, LENGTH, S = 128, 500_000.0, 8192, 4.0\n"
+        "pairs_changed = {'linear': 64, 'ntk': 63,\n"
+        "                 'yarn': int(np.sum(yarn_divisors(D, BASE, S, LENGTH) > 1))}\n"
+    ),
+    # Keys strictly further back than `distance`: an off-by-one.
+    "def alibi_far_share": (
+        "def alibi_far_share(n_heads, query_position, distance):\n"
+        "    back = np.arange(query_position + 1)\n"
+        "    w = np.exp(-posenc.alibi_slopes(n_heads)[:, None] * back)\n"
+        "    return (w * (back > distance)).sum(axis=1) / w.sum(axis=1)\n"
+    ),
+    # Welch's interval of two samples instead of the paired interval of the differences.
+    "def paired_interval": (
+        "def paired_interval(a, b, confidence=0.95):\n"
+        "    t = stats.ttest_ind(a, b, equal_var=False)\n"
+        "    low, high = t.confidence_interval(confidence)\n"
+        "    return float(np.mean(a) - np.mean(b)), float(low), float(high), float(t.pvalue)\n"
+        "\n\n"
+        "def holm_adjust(p_values):\n"
+        "    p = np.asarray(p_values, dtype=float)\n"
+        "    order = np.argsort(p, kind='stable')\n"
+        "    scaled = np.maximum.accumulate(p[order] * (p.size - np.arange(p.size)))\n"
+        "    out = np.empty(p.size)\n"
+        "    out[order] = np.minimum(scaled, 1)\n"
+        "    return out\n"
+    ),
+    "extension_rows, helps, hurts": (
+        "raw = {r: paired_interval(ACCURACY[r], ACCURACY['no scaling']) for r in RULES}\n"
+        "adj = holm_adjust([raw[r][3] for r in RULES])\n"
+        "extension_rows = {r: (*raw[r][:3], float(p)) for r, p in zip(RULES, adj)}\n"
+        "helps = {r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] > 0}\n"
+        "hurts = {r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] < 0}\n"
+    ),
+    "choice = ...": 'choice = "a"\nreason = "PI keeps every angle inside the trained range"\n',
+}
+A7_SHORTCUTS = {
+    **A7_HONEST,
+    "def pi_frequencies": (
+        "def pi_frequencies(d, base, factor):\n"
+        "    return posenc.scaled_frequencies(d, base, method='linear', factor=factor)\n\n\n"
+        "def ntk_frequencies(d, base, factor):\n"
+        "    return posenc.scaled_frequencies(d, base, method='ntk', factor=factor)\n"
+    ),
+    "def yarn_range": (
+        "from posenc.scaling import scale_factors, yarn_correction_range\n\n\n"
+        "def yarn_range(d, base, original_length):\n"
+        "    return yarn_correction_range(d, base, original_length=original_length)\n\n\n"
+        "def yarn_divisors(d, base, factor, original_length):\n"
+        "    return scale_factors(d, base, method='yarn', factor=factor,\n"
+        "                         original_length=original_length)\n"
+    ),
+    "pairs_changed = ...": (
+        "D, BASE, LENGTH, S = 128, 500_000.0, 8192, 4.0\n"
+        "pairs_changed = {m: int(np.sum(scale_factors(D, BASE, method=m, factor=S,\n"
+        "    original_length=LENGTH) > 1)) for m in ('linear', 'ntk', 'yarn')}\n"
+    ),
+    "def paired_interval": (
+        "from posenc.experiment import holm as holm_adjust\n"
+        "from posenc.extrapolation import paired_interval as _paired\n\n\n"
+        "def paired_interval(a, b, confidence=0.95):\n"
+        "    return _paired(np.asarray(a) - np.asarray(b), confidence)\n"
+    ),
+    "extension_rows, helps, hurts": A7_MISTAKES["extension_rows, helps, hurts"],
+}
+
+
+def answered(built: Path, name: str, answers: dict[str, str]) -> nbformat.NotebookNode:
+    """The student notebook of ``name`` with each answer cell, found by a line it holds,
+    replaced."""
+    nb = nbformat.read(student_path(built, name), as_version=4)
+    for start, source in answers.items():
+        cells = [c for c in nb.cells if c.cell_type == "code" and start in c.source]
+        assert len(cells) == 1, start
+        cells[0].source = source
+    return nb
+
+
+def test_assignment_7_grades_mistakes_and_refuses_posenc_shortcuts(
+    built: Path, tmp_path: Path
+) -> None:
+    """Two submissions of assignment 7 graded in the sandbox: typical mistakes lose what
+    the public and hidden checks designed for them catch, and answers that call the posenc
+    functions a question asks for are refused, while their honest answers keep full marks."""
+    name = "07_length_extrapolation"
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    nbformat.write(answered(built, name, {**A7_HONEST, **A7_MISTAKES}), folder / "mistakes.ipynb")
+    nbformat.write(answered(built, name, A7_SHORTCUTS), folder / "shortcuts.ipynb")
+    questions, rows, _ = grade.grade_folder(folder, name, dist=built, jobs=2)
+    assert [(q.name, q.points) for q in questions] == [
+        ("q1", 2), ("q2", 3), ("q3", 2), ("q4", 3), ("q5", 1)]
+    got = {row.submission: row for row in rows}
+    mistakes, shortcuts = got["mistakes.ipynb"], got["shortcuts.ipynb"]
+    # q1: PI passes, NTK fails its public and hidden checks (1 of 3); q2: only the hidden
+    # check sees the clamp (3 of 4); q3: only the count passes (1 of 3); q4: Holm and the
+    # shapes of the rows pass (2 of 4); q5: the wrong choice scores nothing.
+    assert mistakes.status == "graded", mistakes.reasons
+    expected = {"q1": 2 / 3, "q2": 9 / 4, "q3": 2 / 3, "q4": 3 / 2, "q5": 0}
+    assert mistakes.scores == pytest.approx(expected, abs=1e-9), mistakes.reasons
+    text = "; ".join(mistakes.reasons)
+    for reason in ("q1, check 2: AssertionError: The slowest pair should be divided",
+                   "q2, hidden check", "q3, check 1: AssertionError: Every key is at least 0",
+                   "q4, check 1: AssertionError: The interval is", "q5, hidden check"):
+        assert reason in text, text
+    assert shortcuts.status == "graded", shortcuts.reasons
+    assert shortcuts.scores == {"q1": 0, "q2": 0, "q3": 2, "q4": 0, "q5": 1}, shortcuts.reasons
+    text = "; ".join(shortcuts.reasons)
+    for refused in ("posenc.scaling.scaled_frequencies is not allowed in this assignment: q1",
+                    "posenc.scaling.yarn_correction_range is not allowed",
+                    "posenc.extrapolation.paired_interval is not allowed"):
+        assert refused in text, text
 
 
 def test_a_submission_that_never_ends_is_stopped_with_its_sandbox(
