@@ -151,9 +151,9 @@ def _rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     """Rotate interleaved pairs ``(2i, 2i+1)`` of ``x`` ``(..., L, d_h)``.
 
     ``cos`` and ``sin`` are ``(L, d_h / 2)``, or ``(L, d_h)`` with each
-    pair's value already repeated twice: ``x * cos + turn(x) * sin``. The transpose of ``turn`` is ``-turn``, so
-    the gradient of the rotation is ``g * cos - turn(g * sin)``, the
-    rotation by the opposite angle.
+    pair's value already repeated twice: ``x * cos + turn(x) * sin``. The
+    transpose of ``turn`` is ``-turn``, so the gradient of the rotation is
+    ``g * cos - turn(g * sin)``, the rotation by the opposite angle.
     """
     if 2 * cos.shape[-1] == x.shape[-1]:
         cos, sin = np.repeat(cos, 2, axis=-1), np.repeat(sin, 2, axis=-1)
@@ -500,9 +500,7 @@ class CausalTransformer:
             )
             d_weights = d_heads @ v.swapaxes(-1, -2)
             d_v = weights.swapaxes(-1, -2) @ d_heads
-            d_scores = weights * (
-                d_weights - (d_weights * weights).sum(axis=-1, keepdims=True)
-            )
+            d_scores = weights * (d_weights - (d_weights * weights).sum(axis=-1, keepdims=True))
             if self.position == "t5":
                 per_pair = d_scores.sum(axis=1).reshape(m, h, length * length)
                 grads[f"t5_bias_{layer}"] = per_pair @ self._bucket_one_hot(length).T
@@ -674,8 +672,7 @@ def gradient_check(
     n_entries = check_integer("n_entries", n_entries, minimum=1)
     eps = check_real("eps", eps, positive=True)
     rng = np.random.default_rng(check_integer("seed", seed, minimum=0))
-    tokens = model._check_tokens(batch.tokens)
-    targets = np.broadcast_to(batch.targets, tokens.shape)
+    model._check_tokens(batch.tokens)
 
     def total() -> float:
         return float(model.losses(batch).sum())
