@@ -81,6 +81,35 @@ def test_stacked_training_gives_each_copy_its_lone_training(position):
     np.testing.assert_allclose(both.copy_loss[:, 1], one.copy_loss[:, 0], rtol=1e-12)
 
 
+@pytest.mark.parametrize("position", POSITION_METHODS)
+def test_float32_computes_the_float64_gradients_to_its_precision(position):
+    """float32 (the experiment's type) gives the float64 loss and gradients to about 1e-6.
+
+    Each number passes through a few dozen roundings of relative size 6e-8 (float32's
+    unit roundoff) on its way, so 1e-4 of each parameter's largest gradient entry leaves
+    a margin of about a hundred; a wrong cast or a missed term would be of order 1.
+    """
+    extra = {"max_length": 8} if position == "learned" else {}
+    kw = dict(d_model=8, n_heads=2, position=position, seeds=(0, 1), t5_max_distance=12, **extra)
+    wide, narrow = CausalTransformer(6, **kw), CausalTransformer(6, dtype="float32", **kw)
+    rng = np.random.default_rng(5)
+    for name, params in wide.params.items():  # move off the zero start of the T5 table
+        params += rng.normal(scale=0.3, size=params.shape)
+        narrow.params[name][...] = params
+    batch = make_length_batch("offset", np.random.default_rng(1), batch=3, length=8, vocab_size=6)
+    loss64, grads64 = wide.loss_and_gradients(batch)
+    loss32, grads32 = narrow.loss_and_gradients(batch)
+    assert loss32.dtype == np.float32
+    np.testing.assert_allclose(loss32, loss64, rtol=1e-5)
+    for name, g in grads64.items():
+        assert grads32[name].dtype == np.float32, name
+        np.testing.assert_allclose(grads32[name], g, rtol=0, atol=1e-4 * np.abs(g).max())
+    train_causal(narrow, "offset", length=8, steps=3, batch_size=2, vocab_size=6)
+    assert all(p.dtype == np.float32 for p in narrow.params.values())
+    with pytest.raises(ValueError, match="dtype"):
+        CausalTransformer(6, dtype="float16")
+
+
 def test_nope_is_equivariant_only_through_the_mask():
     """One NoPE layer: a later position sees its prefix as a set, so swapping positions
     0 and 1 leaves it alone; the first answer sees one token only, so the swap changes it."""

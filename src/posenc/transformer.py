@@ -55,6 +55,7 @@ Position enters in one of six ways (``POSITION_METHODS``):
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -186,6 +187,12 @@ class CausalTransformer:
         The causal T5 buckets (:func:`t5_causal_bucket`).
     seeds : int or sequence of int
         One seed per stacked copy.
+    dtype : {"float64", "float32"}
+        Floating-point type of the parameters and of every computation. The
+        default, float64, is the one the gradient check needs; float32 trains
+        about twice as fast (the experiment of chapter 7 uses it). The
+        initial weights are drawn in float64 and rounded, so both start
+        from the same numbers.
 
     Attributes
     ----------
@@ -217,6 +224,7 @@ class CausalTransformer:
         t5_buckets: int = 16,
         t5_max_distance: int = 64,
         seeds: int | Sequence[int] = 0,
+        dtype: str = "float64",
     ) -> None:
         self.vocab_size = check_integer("vocab_size", vocab_size, minimum=2)
         self.n_classes = check_integer(
@@ -249,9 +257,12 @@ class CausalTransformer:
             "t5_max_distance", t5_max_distance, minimum=self.t5_buckets // 2 + 1
         )
         self.seeds = check_seeds(seeds)
+        self.dtype = np.dtype(check_choice("dtype", str(dtype), ("float64", "float32")))
         self.slopes = alibi_slopes_reference(self.n_heads)
         members = [self._init_one(np.random.default_rng([0, s])) for s in self.seeds]
-        self.params = {name: np.stack([m[name] for m in members]) for name in members[0]}
+        self.params = {
+            name: np.stack([m[name] for m in members]).astype(self.dtype) for name in members[0]
+        }
 
     def _init_one(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
         d = self.d_model
@@ -279,6 +290,37 @@ class CausalTransformer:
     def n_parameters(self) -> int:
         """Trainable scalars of one copy."""
         return int(sum(p[0].size for p in self.params.values()))
+
+    def subset(self, copies: Sequence[int], *, seeds: Sequence[int] | None = None):
+        """A new model made of copies ``copies`` of this one, parameters copied.
+
+        A copy may be taken more than once (to try several learning rates
+        from the same trained weights); ``seeds`` then gives each new copy its
+        own label, which :func:`train_causal` uses to seed its data (distinct
+        integers ``>= 0``, one per entry of ``copies``; default the copies'
+        own seeds).
+
+        Examples
+        --------
+        >>> model = CausalTransformer(8, d_model=8, n_heads=2, seeds=(0, 1))
+        >>> twice = model.subset([1, 1], seeds=(10, 11))
+        >>> twice.seeds, bool((twice.params["w_out"][0] == model.params["w_out"][1]).all())
+        ((10, 11), True)
+        """
+        if isinstance(copies, (str, bytes)) or not isinstance(copies, Sequence | np.ndarray):
+            raise TypeError(f"copies must be a sequence of ints, got {type(copies).__name__}")
+        index = [
+            check_integer("copies[...]", c, minimum=0, maximum=self.n_models - 1) for c in copies
+        ]
+        if not index:
+            raise ValueError("copies must name at least one copy")
+        labels = check_seeds(tuple(self.seeds[i] for i in index) if seeds is None else seeds)
+        if len(labels) != len(index):
+            raise ValueError(f"seeds must hold one seed per copy ({len(index)}), got {len(labels)}")
+        new = copy.copy(self)
+        new.params = {name: value[index].copy() for name, value in self.params.items()}
+        new.seeds = labels
+        return new
 
     def __repr__(self) -> str:
         return (
@@ -340,15 +382,16 @@ class CausalTransformer:
             params["token_embedding"], tokens.reshape(m, n, 1), axis=1
         )  # (M, batch * L, d), a gather: each position's token row
         if self.position == "sinusoidal":
-            x = x + np.tile(sinusoidal(length, self.d_model, self.base), (batch, 1))
+            table = sinusoidal(length, self.d_model, self.base).astype(self.dtype)
+            x = x + np.tile(table, (batch, 1))
         elif self.position == "learned":
             x = x + np.tile(params["position_embedding"][:, :length], (1, batch, 1))
         bias = self._score_bias(length)
         cos = sin = None
         if self.position == "rope":
             cos, sin = self._rope_tables(length, freqs)
-            cos, sin = np.repeat(cos, 2, axis=-1), np.repeat(sin, 2, axis=-1)
-        scale = logit_scale / math.sqrt(dh)
+            cos, sin = (np.repeat(t, 2, axis=-1).astype(self.dtype) for t in (cos, sin))
+        scale = self.dtype.type(logit_scale / math.sqrt(dh))
 
         def heads(flat: np.ndarray) -> np.ndarray:  # (M, batch*L, d) -> (M, batch, H, L, d_h)
             return flat.reshape(m, batch, length, h, dh).transpose(0, 1, 3, 2, 4)
@@ -378,8 +421,8 @@ class CausalTransformer:
         rows, cols = np.arange(length)[:, None], np.arange(length)[None, :]
         mask = np.where(cols > rows, -1e9, 0.0)
         if self.position == "alibi":
-            return mask - self.slopes[:, None, None] * np.maximum(rows - cols, 0)
-        return mask
+            mask = mask - self.slopes[:, None, None] * np.maximum(rows - cols, 0)
+        return mask.astype(self.dtype)
 
     def _bucket_one_hot(self, length: int) -> np.ndarray:
         """``(buckets, L * L)``: which T5 bucket each (query, key) pair falls into."""
@@ -387,7 +430,7 @@ class CausalTransformer:
         buckets = t5_causal_bucket(
             rows - cols, num_buckets=self.t5_buckets, max_distance=self.t5_max_distance
         )
-        return np.eye(self.t5_buckets)[buckets.reshape(-1)].T
+        return np.eye(self.t5_buckets, dtype=self.dtype)[buckets.reshape(-1)].T
 
     def logits(
         self,
@@ -473,7 +516,7 @@ class CausalTransformer:
         x_last, cos, sin, scale = keep.pop()
         log_probs = _log_softmax_last(logits)
         flat_targets = targets.reshape(m, n, 1)
-        weight = np.tile(scored / (batch * scored.sum()), batch)[None, :]  # (1, batch * L)
+        weight = np.tile(scored / (batch * scored.sum()), batch)[None, :].astype(self.dtype)
         picked = np.take_along_axis(log_probs, flat_targets, axis=-1)[..., 0]
         losses = -(picked * weight).sum(axis=1)
         d_logits = np.exp(log_probs)
@@ -519,7 +562,7 @@ class CausalTransformer:
             table = np.zeros_like(params["position_embedding"])
             table[:, :length] = dx.reshape(m, batch, length, -1).sum(axis=1)
             grads["position_embedding"] = table
-        one_hot = np.eye(self.vocab_size)[tokens.reshape(m, n)]  # (M, batch * L, V)
+        one_hot = np.eye(self.vocab_size, dtype=self.dtype)[tokens.reshape(m, n)]  # (M, B L, V)
         grads["token_embedding"] = one_hot.swapaxes(1, 2) @ dx
         return losses, {name: grads[name] for name in params}
 
