@@ -48,22 +48,10 @@ def grade_class(count: int, jobs: int) -> tuple[float, int]:
             shutil.copy(GOOD, folder / f"student{i:03d}.ipynb")
         out = Path(tmp) / "grades.csv"
         start = time.monotonic()
-        subprocess.run(
-            [
-                sys.executable,
-                str(ASSIGNMENTS / "grade.py"),
-                str(folder),
-                "--assignment",
-                "02_mathematics",
-                "--out",
-                str(out),
-                "--jobs",
-                str(jobs),
-                "--quiet",
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        subprocess.run([sys.executable, str(ASSIGNMENTS / "grade.py"), str(folder),
+                        "--assignment", "02_mathematics", "--out", str(out),
+                        "--jobs", str(jobs), "--quiet"], check=True,
+                       stdout=subprocess.DEVNULL)
         seconds = time.monotonic() - start
         with open(out, newline="", encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))
@@ -74,23 +62,18 @@ def grade_class(count: int, jobs: int) -> tuple[float, int]:
 def sandbox_overhead(repeat: int) -> tuple[float, float]:
     """Median seconds of one sandboxed run and of one unsandboxed run of the good notebook."""
     cells, _, _ = grade.prepare(GOOD, "02_mathematics")
-    plan = answer_codec.pack(
-        {
-            "names": ["lambda_min"],
-            "calls": {},
-            "not_allowed": {},
-            "not_allowed_in_functions": {},
-            "cell_timeout": 60.0,
-            "call_timeout": 10.0,
-        }
-    )
+    plan = answer_codec.pack({"names": ["lambda_min"], "calls": {}, "not_allowed": {},
+                              "not_allowed_in_functions": {}, "cell_timeout": 60.0,
+                              "call_timeout": 10.0})
     with tempfile.TemporaryDirectory() as tmp:
-        safe = grade.Sandbox(grade.sandbox_available(), mpl_cache=grade.matplotlib_cache(Path(tmp)))
+        safe = grade.Sandbox(grade.sandbox_available(), mpl_cache=grade.matplotlib_cache(
+            Path(tmp)))
         unsafe = grade.Sandbox(None)
         times: dict[str, list[float]] = {"sandbox": [], "direct": []}
         for _ in range(repeat):
             for name, sandbox in (("sandbox", safe), ("direct", unsafe)):
-                _, status, message, seconds = grade.run_in_sandbox(sandbox, plan, cells, 120)
+                _, status, message, seconds = grade.run_in_sandbox(
+                    sandbox, plan, cells, 120)
                 assert status == "graded", message
                 times[name].append(seconds)
     return statistics.median(times["sandbox"]), statistics.median(times["direct"])
@@ -100,43 +83,16 @@ def empty_sandbox(repeat: int) -> tuple[float, float]:
     """Median seconds to run ``true`` in an empty sandbox and directly."""
     sandbox = grade.Sandbox(grade.sandbox_available())
     flags = grade._namespace_flags()
-    walls = [
-        sandbox.bwrap,
-        *flags,
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--tmpfs",
-        "/tmp",
-    ]
+    walls = [sandbox.bwrap, *flags, "--ro-bind", "/usr", "/usr", "--proc", "/proc",
+             "--dev", "/dev", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+             "--symlink", "usr/lib64", "/lib64", "--tmpfs", "/tmp"]
     if os.geteuid() == 0:
-        walls += [
-            "setpriv",
-            f"--reuid={grade.FIRST_UID}",
-            f"--regid={grade.FIRST_UID}",
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-        ]
+        walls += ["setpriv", f"--reuid={grade.FIRST_UID}", f"--regid={grade.FIRST_UID}",
+                  "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
     times: dict[str, list[float]] = {"sandbox": [], "direct": []}
     for _ in range(repeat):
-        for name, command in (
-            ("sandbox", [*walls, "/usr/bin/true"]),
-            ("direct", ["/usr/bin/true"]),
-        ):
+        for name, command in (("sandbox", [*walls, "/usr/bin/true"]),
+                              ("direct", ["/usr/bin/true"])):
             start = time.perf_counter()
             subprocess.run(command, check=True)
             times[name].append(time.perf_counter() - start)
@@ -154,32 +110,18 @@ def main() -> None:
         print("bubblewrap cannot run here: nothing to measure")
         return
     sandboxed, direct = sandbox_overhead(args.repeat)
-    print(
-        f"(b) one submission: {sandboxed:.2f} s in the sandbox, {direct:.2f} s without; "
-        f"ratio {sandboxed / direct:.2f}, overhead {sandboxed - direct:+.2f} s "
-        f"(median of {args.repeat})"
-    )
+    print(f"(b) one submission: {sandboxed:.2f} s in the sandbox, {direct:.2f} s without; "
+          f"ratio {sandboxed / direct:.2f}, overhead {sandboxed - direct:+.2f} s "
+          f"(median of {args.repeat})")
     bare, plain = empty_sandbox(4 * args.repeat)
-    print(
-        f"(c) an empty sandbox starts in {bare * 1000:.0f} ms, a process alone in "
-        f"{plain * 1000:.0f} ms (median of {4 * args.repeat})"
-    )
+    print(f"(c) an empty sandbox starts in {bare * 1000:.0f} ms, a process alone in "
+          f"{plain * 1000:.0f} ms (median of {4 * args.repeat})")
     seconds, full = grade_class(args.count, args.jobs)
-    print(
-        f"(a) {args.count} submissions at --jobs {args.jobs}: {seconds:.0f} s "
-        f"({args.count / seconds * 60:.0f} per minute, {full} with full marks); "
-        f"target for 300: at most 600 s; load average {os.getloadavg()[0]:.1f}"
-    )
-    print(
-        json.dumps(
-            {
-                "count": args.count,
-                "seconds": round(seconds, 1),
-                "sandbox_s": round(sandboxed, 3),
-                "direct_s": round(direct, 3),
-            }
-        )
-    )
+    print(f"(a) {args.count} submissions at --jobs {args.jobs}: {seconds:.0f} s "
+          f"({args.count / seconds * 60:.0f} per minute, {full} with full marks); "
+          f"target for 300: at most 600 s; load average {os.getloadavg()[0]:.1f}")
+    print(json.dumps({"count": args.count, "seconds": round(seconds, 1),
+                      "sandbox_s": round(sandboxed, 3), "direct_s": round(direct, 3)}))
 
 
 if __name__ == "__main__":
