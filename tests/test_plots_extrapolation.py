@@ -104,3 +104,11 @@ def test_ntk_sweep_figure_circles_alpha_equal_to_the_factor():
     assert "α" in ax.get_xlabel()
     with pytest.raises(ValueError, match="one row per alpha"):
         ntk_sweep_figure({"offset": {2: rows[:2]}}, [1, 2, 4], chance=0.1)
+
+
+def test_extension_figure_tells_seven_variants_apart():
+    rows = [[0.5, 0.4, 0.6]]
+    variants = {f"v{i}": rows for i in range(7)}
+    fig = plots.extension_figure({"offset": variants}, [2], chance=0.1)
+    looks = {(tuple(p.get_facecolor()), p.get_hatch()) for p in fig.axes[0].patches}
+    assert len(looks) == 7

@@ -181,6 +181,8 @@ def extension_figure(
                 width,
                 yerr=[rows[:, 0] - rows[:, 1], rows[:, 2] - rows[:, 0]],
                 color=_PALETTE[index % len(_PALETTE)],
+                hatch="//" if index >= len(_PALETTE) else None,  # colours run out: hatch
+                edgecolor="white",
                 capsize=2,
                 label=variant,
             )
