@@ -3,8 +3,11 @@
 Prints, for each position method, the training throughput (tokens per
 second: sequences x length x stacked copies, per forward-and-backward pass
 and Adam update) of the chapter's model (2 layers, 4 heads, width 32, ten
-stacked seeds, 16 sequences of 16 tokens), and the cost of RoPE, ALiBi and
-T5 buckets relative to no position code (NoPE) as time ratios.
+stacked seeds, 16 sequences of 16 tokens, float32 as in the experiment),
+and the cost of RoPE, ALiBi and T5 buckets relative to no position code
+(NoPE) as time ratios; then, for RoPE, the time of one update of the ten
+seeds as one stack against ten updates of one seed each, and float64
+against float32.
 
 Targets, from what each method adds per layer: RoPE rotates queries and
 keys (two element-wise products and a small matrix product each), ALiBi adds
@@ -30,6 +33,7 @@ BATCH = 16
 LENGTH = 16
 STEPS = 5
 ROUNDS = 5
+DTYPE = "float32"  # the experiment's
 
 
 def main() -> None:
@@ -45,6 +49,7 @@ def main() -> None:
             max_length=LENGTH if method == "learned" else None,
             t5_max_distance=LENGTH,
             seeds=SEEDS,
+            dtype=DTYPE,
         )
         for method in POSITION_METHODS
     }
@@ -66,6 +71,45 @@ def main() -> None:
         ratio = best[method] / best["nope"]
         verdict = "ok" if ratio <= 1.5 else "SLOWER THAN TARGET"
         print(f"{method} / nope time ratio {ratio:.2f} (target <= 1.5): {verdict}")
+    stacked_vs_separate(batch)
+
+
+def _best_update(models, optimisers, batches) -> float:
+    """Best time over ROUNDS of one update of every model in turn (seconds)."""
+    best = float("inf")
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        for _ in range(STEPS):
+            for model, opt, part in zip(models, optimisers, batches, strict=True):
+                opt.step(model.loss_and_gradients(part)[1])
+        best = min(best, (time.perf_counter() - start) / STEPS)
+    return best
+
+
+def stacked_vs_separate(batch: LengthBatch) -> None:
+    """RoPE: ten seeds as one stack against one at a time; float64 against float32."""
+    parts = [
+        LengthBatch(batch.tokens[i], batch.targets[i], batch.scored) for i in range(len(SEEDS))
+    ]
+    times = {}
+    with threadpool_limits(limits=1, user_api="blas"):
+        for dtype in ("float32", "float64"):
+            stack = CausalTransformer(16, position="rope", seeds=SEEDS, dtype=dtype)
+            alone = [CausalTransformer(16, position="rope", seeds=(s,), dtype=dtype) for s in SEEDS]
+            times[dtype, "stacked"] = _best_update(
+                [stack], [Adam(stack.params, learning_rate=1e-3)], [batch]
+            )
+            times[dtype, "separate"] = _best_update(
+                alone, [Adam(m.params, learning_rate=1e-3) for m in alone], parts
+            )
+    for dtype in ("float32", "float64"):
+        stacked, separate = times[dtype, "stacked"], times[dtype, "separate"]
+        print(
+            f"rope {dtype}, {len(SEEDS)} seeds, one update: stacked {1e3 * stacked:.1f} ms, "
+            f"separate {1e3 * separate:.1f} ms, separate / stacked {separate / stacked:.2f}"
+        )
+    ratio = times["float64", "stacked"] / times["float32", "stacked"]
+    print(f"rope stacked, float64 / float32 time ratio {ratio:.2f}")
 
 
 if __name__ == "__main__":

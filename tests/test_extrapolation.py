@@ -10,14 +10,21 @@ from scipy import stats
 
 from posenc.experiment import mean_confidence_interval
 from posenc.extrapolation import (
+    EXTENSION_VARIANTS,
+    ExtrapolationConfig,
     accuracy_at,
+    budget_summary,
     build_model,
     config_from_dict,
     drop_tests,
+    extension_summary,
     holm,
+    length_summary,
+    ntk_sweep_summary,
     paired_interval,
     paired_tost,
     run_cell,
+    total_steps,
 )
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "ch7_extrapolation.json"
@@ -136,3 +143,96 @@ def test_drop_beyond_train_is_the_undiluted_change():
         assert a["change"] == pytest.approx(k / (n + k) * b["change"], rel=1e-9, abs=1e-12)
     with pytest.raises(TypeError, match="beyond_train"):
         drop_tests(config, cells, beyond_train=1)
+
+
+def _chosen(scores: dict, rates) -> float:
+    """The rate with the best score, ties to the smaller one (the design's rule)."""
+    return max(rates, key=lambda r: (scores[repr(r)], -r))
+
+
+def test_committed_results_follow_the_design():
+    """The file was written by the design of ExtrapolationConfig, within 15 minutes."""
+    payload = json.loads(RESULTS.read_text())
+    config = config_from_dict(payload["config"])
+    assert config == ExtrapolationConfig()
+    assert payload["seconds"] < 15 * 60 and payload["jobs"] == 2
+    assert [(c["task"], c["method"]) for c in payload["cells"]] == [
+        (t, m) for t in config.tasks for m in config.methods
+    ]
+    for cell in payload["cells"]:
+        assert set(cell["budget"]) == {str(s) for s in config.budget}
+        assert cell["accuracy"] == cell["budget"][str(config.steps)]
+        assert cell["learning_rate"] == _chosen(cell["validation"], config.learning_rates)
+        if cell["method"] != "rope":
+            continue
+        assert set(cell["ntk_sweep"]) == {repr(float(a)) for a in config.ntk_alphas}
+        factors = [f for f in config.factors if f != 1]
+        assert set(cell["extensions"]) == {f"{e}@{f}" for e in config.extensions for f in factors}
+        for key, chosen in cell["finetune_selection"].items():
+            rates = config.finetune_learning_rates
+            assert chosen["learning_rate"] == _chosen(chosen["validation"], rates), key
+
+
+def test_summaries_read_the_same_numbers():
+    """The budget curve ends at the main result; the NTK sweep starts at no scaling."""
+    payload = json.loads(RESULTS.read_text())
+    config = config_from_dict(payload["config"])
+    cells = payload["cells"]
+    main = length_summary(config, cells)
+    extension = extension_summary(config, cells)
+    sweep = ntk_sweep_summary(config, cells)
+    for i, factor in enumerate(config.factors):
+        budget = budget_summary(config, cells, factor)
+        for task in config.tasks:
+            for method in config.methods:
+                np.testing.assert_array_equal(budget[task][method][-1], main[task][method][i])
+            if factor != 1:
+                j = [f for f in config.factors if f != 1].index(factor)
+                assert len(sweep[task][factor]) == 1 + len(config.ntk_alphas)
+                np.testing.assert_array_equal(
+                    sweep[task][factor][0], extension[task]["no scaling"][j]
+                )
+    with pytest.raises(ValueError, match="factor"):
+        budget_summary(config, cells, 3)
+
+
+def test_a_small_design_end_to_end():
+    """Every arm of the design on a tiny budget: structure, rate choices, progress total."""
+    config = ExtrapolationConfig(
+        steps=6,
+        checkpoints=(3, 6),
+        seeds=(0, 1),
+        learning_rates=(1e-3, 1e-2),
+        finetune_learning_rates=(1e-3, 1e-2),
+        finetune_steps=2,
+        n_test=4,
+        ntk_alphas=(2.0, 8.0),
+        methods=("rope",),
+        tasks=("offset",),
+    )
+    work = []
+    cell = run_cell(config, "offset", "rope", progress=work.append)
+    assert sum(work) == pytest.approx(total_steps(config))
+    assert cell["validation_seeds"] == [1000, 1001, 1100, 1101]
+    assert cell["learning_rate"] == _chosen(cell["validation"], config.learning_rates)
+    assert set(cell["budget"]) == {"3", "6"} and len(cell["accuracy"]) == 2
+    assert set(cell["finetune"]) == {"linear@2", "none@2", "linear@4", "none@4"}
+    summary = extension_summary(config, [cell])["offset"]
+    assert set(summary) == set(EXTENSION_VARIANTS)
+    with pytest.raises(ValueError, match="checkpoints"):
+        run_cell(ExtrapolationConfig(steps=6, checkpoints=(3, 9)), "offset", "nope")
+
+
+def test_subset_copies_and_relabels():
+    model = build_model(ExtrapolationConfig(), "rope", (0, 1, 2))
+    part = model.subset([2, 0, 2], seeds=(7, 8, 9))
+    assert part.seeds == (7, 8, 9) and part.n_models == 3
+    np.testing.assert_array_equal(part.params["w_q_0"][0], model.params["w_q_0"][2])
+    part.params["w_q_0"][0] += 1.0  # a copy, not a view
+    assert not np.allclose(part.params["w_q_0"][0], model.params["w_q_0"][2])
+    with pytest.raises(ValueError, match="distinct"):
+        model.subset([0, 0])
+    with pytest.raises(ValueError, match="copies"):
+        model.subset([3])
+    with pytest.raises(ValueError, match="one seed per copy"):
+        model.subset([0, 1], seeds=(5,))

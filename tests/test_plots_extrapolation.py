@@ -70,3 +70,45 @@ def test_per_position_figure_leaves_out_unscored_positions():
         per_position_figure({}, train_length=3, chance=0.1)
     with pytest.raises(ValueError, match="curves"):
         per_position_figure({"t": {"a": [[1.0]]}}, train_length=3, chance=0.1)
+
+
+def test_budget_figure_one_line_per_method_and_hides_spare_panels():
+    from posenc.plots.extrapolation import budget_figure
+
+    nan = float("nan")
+    panels = {
+        "offset at 16": {"rope": [[0.5, 0.4, 0.6], [0.9, 0.8, 1.0]], "learned": [[1, 1, 1]] * 2},
+        "offset at 64": {"rope": [[0.2, 0.1, 0.3], [0.3, 0.2, 0.4]], "learned": [[nan] * 3] * 2},
+        "first at 16": {"rope": [[1, 1, 1]] * 2},
+    }
+    fig = budget_figure(panels, [250, 500], chance=1 / 16)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 3
+    ax = visible[1]
+    assert [c.get_label() for c in ax.containers] == ["rope"]  # learned cannot run
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_ydata(), [0.2, 0.3])
+    assert "updates" in ax.get_xlabel() and "accuracy" in ax.get_ylabel()
+    with pytest.raises(ValueError, match="panels"):
+        budget_figure({}, [1], chance=0.1)
+
+
+def test_ntk_sweep_figure_circles_alpha_equal_to_the_factor():
+    from posenc.plots.extrapolation import ntk_sweep_figure
+
+    rows = [[0.1, 0.0, 0.2], [0.5, 0.4, 0.6], [0.7, 0.6, 0.8]]
+    fig = ntk_sweep_figure({"offset": {2: rows, 4: rows}}, [1, 2, 4], chance=0.1)
+    ax = fig.axes[0]
+    circles = [ln for ln in ax.lines if ln.get_marker() == "o" and ln.get_linestyle() == "None"]
+    xs = sorted(float(ln.get_xdata()[0]) for ln in circles if len(ln.get_xdata()))
+    assert xs == [2.0, 4.0]
+    assert "α" in ax.get_xlabel()
+    with pytest.raises(ValueError, match="one row per alpha"):
+        ntk_sweep_figure({"offset": {2: rows[:2]}}, [1, 2, 4], chance=0.1)
+
+
+def test_extension_figure_tells_seven_variants_apart():
+    rows = [[0.5, 0.4, 0.6]]
+    variants = {f"v{i}": rows for i in range(7)}
+    fig = plots.extension_figure({"offset": variants}, [2], chance=0.1)
+    looks = {(tuple(p.get_facecolor()), p.get_hatch()) for p in fig.axes[0].patches}
+    assert len(looks) == 7

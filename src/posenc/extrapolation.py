@@ -39,9 +39,11 @@ from .validation import check_array, check_integer, check_real
 
 __all__ = [
     "EXTENSIONS",
+    "EXTENSION_PAIRS",
     "EXTENSION_VARIANTS",
     "ExtrapolationConfig",
     "accuracy_at",
+    "budget_summary",
     "build_model",
     "config_from_dict",
     "drop_tests",
@@ -51,18 +53,27 @@ __all__ = [
     "holm",
     "length_summary",
     "load_results",
+    "ntk_sweep_summary",
     "paired_interval",
     "paired_tost",
     "run_cell",
     "run_extrapolation",
 ]
 
-EXTENSIONS = ("linear", "ntk", "yarn")
+EXTENSIONS = ("linear", "ntk", "yarn", "yarn-no-temperature")
 
 
 @dataclass(frozen=True)
 class ExtrapolationConfig:
-    """Every parameter of the experiment (the defaults are the chapter's design)."""
+    """Every parameter of the experiment (the defaults are the chapter's design).
+
+    Validation copies of learning rate ``j`` (position ``j`` in
+    ``learning_rates``) use the seeds ``validation_seeds + 100 j``; candidate
+    fine-tune rate ``j`` runs on labels ``10_000 (j + 1)`` plus the
+    validation copy's seed. ``checkpoints`` are the numbers of updates after
+    which the test accuracy is recorded (the budget curve); the last is
+    ``steps``, the budget of every other number.
+    """
 
     vocab_size: int = 16
     d_model: int = 32
@@ -72,16 +83,20 @@ class ExtrapolationConfig:
     train_length: int = 16
     factors: tuple[int, ...] = (1, 2, 4)
     offset: int = 3
-    steps: int = 500
+    steps: int = 1000
+    checkpoints: tuple[int, ...] = (250, 500, 1000)
     batch_size: int = 16
-    learning_rates: tuple[float, ...] = (3e-3, 1e-2)
+    learning_rates: tuple[float, ...] = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
     validation_seeds: tuple[int, ...] = (1000, 1001)
-    seeds: tuple[int, ...] = tuple(range(10))
+    seeds: tuple[int, ...] = tuple(range(20))
     n_test: int = 128
     test_seed: int = 12345
     validation_seed: int = 54321
     finetune_steps: int = 50
+    finetune_learning_rates: tuple[float, ...] = (3e-4, 1e-3, 3e-3, 1e-2)
+    ntk_alphas: tuple[float, ...] = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
     margin: float = 0.05
+    dtype: str = "float32"
     methods: tuple[str, ...] = POSITION_METHODS
     tasks: tuple[str, ...] = LENGTH_TASKS
     extensions: tuple[str, ...] = EXTENSIONS
@@ -90,6 +105,16 @@ class ExtrapolationConfig:
     @property
     def max_test_length(self) -> int:
         return self.train_length * max(self.factors)
+
+    @property
+    def budget(self) -> tuple[int, ...]:
+        """The checkpoints, with ``steps`` last (checked)."""
+        marks = tuple(sorted(set(self.checkpoints) | {self.steps}))
+        if marks[0] < 1 or marks[-1] != self.steps:
+            raise ValueError(
+                f"checkpoints must lie in 1..steps ({self.steps}), got {self.checkpoints}"
+            )
+        return marks
 
 
 def build_model(
@@ -107,6 +132,7 @@ def build_model(
         t5_buckets=16,
         t5_max_distance=config.train_length,
         seeds=tuple(seeds),
+        dtype=config.dtype,
     )
 
 
@@ -127,17 +153,35 @@ def _truncate(batch, length: int):
     )
 
 
-def _train(model: CausalTransformer, config: ExtrapolationConfig, task: str, lr: float, **kw):
+def _train(model: CausalTransformer, config: ExtrapolationConfig, task: str, lr: Any, **kw):
+    """Train with the design's batch size; ``progress`` counts copy-updates weighted by length."""
+    length = kw.pop("length", config.train_length)
+    progress = kw.pop("progress", None)
+    after = kw.pop("after", None)
+    weight = model.n_models * length / config.train_length
+
+    def tick(step: int) -> None:
+        if progress is not None:
+            progress(weight)
+        if after is not None:
+            after(step)
+
     return train_causal(
         model,
         task,
-        length=kw.pop("length", config.train_length),
+        length=length,
         steps=kw.pop("steps", config.steps),
         batch_size=config.batch_size,
         learning_rate=lr,
         offset=config.offset,
+        progress=tick,
         **kw,
     )
+
+
+def _best(rates: Sequence[float], scores: Sequence[float]) -> int:
+    """Index of the best mean validation accuracy; ties go to the smaller rate."""
+    return max(range(len(rates)), key=lambda j: (scores[j], -rates[j]))
 
 
 def run_cell(
@@ -147,45 +191,79 @@ def run_cell(
     *,
     seeds: Sequence[int] | None = None,
     learning_rate: float | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[float], None] | None = None,
     extras: bool = True,
 ) -> dict[str, Any]:
     """Select the learning rate (unless given), train ``seeds``, test at every length.
 
+    All candidate rates are trained at once, as one stack of validation
+    copies (each rate on its own seeds, :class:`ExtrapolationConfig`), and
+    the rate with the best mean validation accuracy at ``L`` after
+    ``config.steps`` updates is kept. The test seeds are then trained as one
+    stack, and read on the test sequences after every checkpoint.
+
     Returns a JSON-ready dictionary: ``learning_rate``, ``validation``
     (mean validation accuracy at ``L`` per candidate rate), ``seeds``,
-    ``accuracy`` (per seed, per position up to the longest test length;
-    ``None`` where not scored or, for learned codes, where the model cannot
-    run), ``train_seconds`` and, for RoPE (unless ``extras`` is false),
-    ``extensions`` and ``finetune``.
+    ``accuracy`` (per seed, per position up to the longest test length,
+    after ``config.steps`` updates; ``None`` where not scored or, for
+    learned codes, where the model cannot run), ``budget`` (the same after
+    each checkpoint), ``train_seconds`` and, for RoPE (unless ``extras`` is
+    false), ``extensions``, ``ntk_sweep``, ``finetune`` and
+    ``finetune_selection``. ``progress`` is called after every update with
+    the work done (copy-updates, weighted by length over ``L``).
     """
     seeds = config.seeds if seeds is None else tuple(seeds)
+    marks = config.budget
     out: dict[str, Any] = {"task": task, "method": method}
     length = config.train_length
+    rates = config.learning_rates
+    chosen_copies = None
     if learning_rate is None:
+        k = len(config.validation_seeds)
+        val_seeds = [v + 100 * j for j in range(len(rates)) for v in config.validation_seeds]
+        candidates = build_model(config, method, val_seeds)
+        _train(
+            candidates,
+            config,
+            task,
+            np.repeat(np.array(rates, dtype=float), k),
+            data_seed=2,
+            progress=progress,
+        )
         validation = _test_batch(config, task, config.validation_seed, length)
-        scores = {}
-        for lr in config.learning_rates:
-            model = build_model(config, method, config.validation_seeds)
-            _train(model, config, task, lr, data_seed=2, progress=progress)
-            scores[lr] = float(np.nanmean(model.accuracy_by_position(validation)))
-        # The best mean validation accuracy; ties go to the smaller rate.
-        learning_rate = max(config.learning_rates, key=lambda lr: (scores[lr], -lr))
-        out["validation"] = {repr(lr): s for lr, s in scores.items()}
+        per_copy = np.nanmean(candidates.accuracy_by_position(validation), axis=1)
+        scores = [float(per_copy[j * k : (j + 1) * k].mean()) for j in range(len(rates))]
+        best = _best(rates, scores)
+        learning_rate = rates[best]
+        chosen_copies = candidates.subset(range(best * k, (best + 1) * k))
+        out["validation"] = {repr(lr): sc for lr, sc in zip(rates, scores, strict=True)}
+        out["validation_seeds"] = val_seeds
     out["learning_rate"] = learning_rate
     out["seeds"] = list(seeds)
     model = build_model(config, method, seeds)
-    history = _train(model, config, task, learning_rate, progress=progress)
-    out["train_seconds"] = history.seconds
-    out["final_train_loss"] = float(history.train_loss[-20:].mean())
     test = _test_batch(config, task, config.test_seed, config.max_test_length)
     runnable = length if method == "learned" else config.max_test_length
-    accuracy = np.full((len(seeds), config.max_test_length), np.nan)
-    accuracy[:, :runnable] = model.accuracy_by_position(_truncate(test, runnable))
-    out["accuracy"] = _jsonable(accuracy)
+    budget: dict[str, Any] = {}
+
+    def read(step: int) -> None:
+        if step in marks:
+            accuracy = np.full((len(seeds), config.max_test_length), np.nan)
+            accuracy[:, :runnable] = model.accuracy_by_position(_truncate(test, runnable))
+            budget[str(step)] = _jsonable(accuracy)
+
+    history = _train(model, config, task, learning_rate, progress=progress, after=read)
+    out["train_seconds"] = history.seconds
+    out["final_train_loss"] = float(history.train_loss[-20:].mean())
+    out["accuracy"] = budget[str(config.steps)]
+    out["budget"] = budget
     if method == "rope" and extras:
         out["extensions"] = _extensions(config, model, test)
-        out["finetune"] = _finetune(config, model, task, learning_rate, test, progress)
+        out["ntk_sweep"] = _ntk_sweep(config, model, test)
+        if chosen_copies is None:
+            raise ValueError("the RoPE extras need the validation run (learning_rate=None)")
+        out["finetune"], out["finetune_selection"] = _finetune(
+            config, model, chosen_copies, task, test, progress
+        )
     return out
 
 
@@ -200,7 +278,7 @@ def _extensions(config: ExtrapolationConfig, model: CausalTransformer, test) -> 
             freqs = scaled_frequencies(
                 d_head,
                 config.base,
-                method=how,
+                method="yarn" if how.startswith("yarn") else how,
                 factor=factor,
                 original_length=config.train_length,
             )
@@ -210,27 +288,69 @@ def _extensions(config: ExtrapolationConfig, model: CausalTransformer, test) -> 
     return result
 
 
-def _finetune(config, model, task, lr, test, progress) -> dict[str, Any]:
-    """Fine-tune copies at ``factor * L``: with position interpolation, and plainly (control)."""
+def _ntk_sweep(config: ExtrapolationConfig, model: CausalTransformer, test) -> dict[str, Any]:
+    """NTK-aware scaling with each ``alpha`` of the design, read up to the longest length.
+
+    The new frequencies do not depend on the test length, so with a causal
+    model the accuracy at ``2L`` is read off the first ``2L`` positions.
+    """
     d_head = config.d_model // config.n_heads
     result: dict[str, Any] = {}
+    for alpha in config.ntk_alphas:
+        freqs = scaled_frequencies(d_head, config.base, method="ntk", factor=alpha)
+        result[repr(float(alpha))] = _jsonable(model.accuracy_by_position(test, frequencies=freqs))
+    return result
+
+
+def _finetune(config, model, chosen, task, test, progress) -> tuple[dict, dict]:
+    """Fine-tune copies at ``factor * L``: with position interpolation, and plainly (control).
+
+    For each factor and variant, the fine-tune rate is chosen first: the
+    validation copies of the chosen training rate (``chosen``) are
+    fine-tuned at every rate of ``config.finetune_learning_rates`` as one
+    stack and read on validation sequences of ``factor * L``; the best mean
+    accuracy wins (ties to the smaller rate). The test copies are then
+    fine-tuned at that rate.
+    """
+    d_head = config.d_model // config.n_heads
+    rates = config.finetune_learning_rates
+    k = chosen.n_models
+    result: dict[str, Any] = {}
+    selection: dict[str, Any] = {}
     for factor in config.factors:
         if factor == 1:
             continue
         length = config.train_length * factor
         part = _truncate(test, length)
+        validation = _test_batch(config, task, config.validation_seed, length)
         for how in ("linear", "none"):
-            tuned = copy.deepcopy(model)
             freqs = (
                 scaled_frequencies(d_head, config.base, method="linear", factor=factor)
                 if how == "linear"
                 else None
             )
+            labels = [10_000 * (j + 1) + s for j in range(len(rates)) for s in chosen.seeds]
+            trial = chosen.subset(list(range(k)) * len(rates), seeds=labels)
+            _train(
+                trial,
+                config,
+                task,
+                np.repeat(np.array(rates, dtype=float), k),
+                length=length,
+                steps=config.finetune_steps,
+                frequencies=freqs,
+                data_seed=3,
+                progress=progress,
+            )
+            per_copy = np.nanmean(trial.accuracy_by_position(validation, frequencies=freqs), 1)
+            scores = [float(per_copy[j * k : (j + 1) * k].mean()) for j in range(len(rates))]
+            rate = rates[_best(rates, scores)]
+            tuned = copy.deepcopy(model)
             _train(
                 tuned,
                 config,
                 task,
-                lr,
+                rate,
                 length=length,
                 steps=config.finetune_steps,
                 frequencies=freqs,
@@ -239,7 +359,11 @@ def _finetune(config, model, task, lr, test, progress) -> dict[str, Any]:
             )
             accuracy = tuned.accuracy_by_position(part, frequencies=freqs)
             result[f"{how}@{factor}"] = _jsonable(accuracy)
-    return result
+            selection[f"{how}@{factor}"] = {
+                "learning_rate": rate,
+                "validation": {repr(r): sc for r, sc in zip(rates, scores, strict=True)},
+            }
+    return result, selection
 
 
 def _jsonable(accuracy: np.ndarray) -> list[list[float | None]]:
@@ -254,15 +378,16 @@ def _init_worker(counter: Any) -> None:
     _COUNTER = counter
 
 
-def _run_unit(args: tuple[ExtrapolationConfig, str, str]) -> dict[str, Any]:
-    config, task, method = args
+def _run_unit(args: tuple[int, ExtrapolationConfig, str, str]) -> tuple[int, dict[str, Any]]:
+    index, config, task, method = args
     with threadpool_limits(limits=1, user_api="blas"):
-        return run_cell(config, task, method, progress=None if _COUNTER is None else _count_step)
+        tick = None if _COUNTER is None else _count_work
+        return index, run_cell(config, task, method, progress=tick)
 
 
-def _count_step(step: int) -> None:
+def _count_work(work: float) -> None:
     with _COUNTER.get_lock():
-        _COUNTER.value += 1
+        _COUNTER.value += work
 
 
 def run_extrapolation(
@@ -270,40 +395,48 @@ def run_extrapolation(
     path: str | Path | None = None,
     *,
     jobs: int = 1,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[float, float], None] | None = None,
 ) -> dict[str, Any]:
     """Run every cell of the design; write the results as JSON to ``path`` if given.
 
     The cells (one per task and method) are independent and each depends
-    only on its seeds, so ``jobs`` worker processes can share them out; the
-    results are the same as with one process, in the same order.
-    ``progress(done, total)`` is called about once a second with the number
-    of training updates done.
+    only on its seeds, so ``jobs`` worker processes can share them out,
+    the heavier RoPE cells first; the results are the same as with one
+    process, in the order of the design. ``progress(done, total)`` is
+    called about once a second with the training work done
+    (:func:`total_steps`).
     """
     import multiprocessing as mp
 
     jobs = check_integer("jobs", jobs, minimum=1)
-    units = [(config, task, method) for task in config.tasks for method in config.methods]
+    units = [
+        (i, config, task, method)
+        for i, (task, method) in enumerate(
+            (task, method) for task in config.tasks for method in config.methods
+        )
+    ]
     total = total_steps(config)
     if jobs == 1:
-        done = [0]
+        done = [0.0]
 
-        def tick(step: int) -> None:
-            done[0] += 1
-            if progress is not None and done[0] % 50 == 0:
+        def tick(work: float) -> None:
+            done[0] += work
+            if progress is not None:
                 progress(done[0], total)
 
         with threadpool_limits(limits=1, user_api="blas"):
-            cells = [run_cell(c, t, m, progress=tick) for c, t, m in units]
+            cells = [run_cell(c, t, m, progress=tick) for _, c, t, m in units]
         return _finish(config, cells, path, progress, total)
-    counter = mp.get_context("spawn").Value("q", 0)
-    with mp.get_context("spawn").Pool(jobs, initializer=_init_worker, initargs=(counter,)) as pool:
+    units.sort(key=lambda u: u[3] != "rope")  # the longest cells first
+    context = mp.get_context("spawn")
+    counter = context.Value("d", 0.0)
+    with context.Pool(jobs, initializer=_init_worker, initargs=(counter,)) as pool:
         pending = pool.map_async(_run_unit, units, chunksize=1)
         while not pending.ready():
             pending.wait(1.0)
             if progress is not None:
                 progress(counter.value, total)
-        cells = pending.get()
+        cells = [cell for _, cell in sorted(pending.get(), key=lambda pair: pair[0])]
     return _finish(config, cells, path, progress, total)
 
 
@@ -466,9 +599,21 @@ EXTENSION_VARIANTS = {
     "PI": ("extensions", "linear"),
     "NTK": ("extensions", "ntk"),
     "YaRN": ("extensions", "yarn"),
+    "YaRN, no temperature": ("extensions", "yarn-no-temperature"),
     "fine-tune only": ("finetune", "none"),
     "PI + fine-tune": ("finetune", "linear"),
 }
+
+EXTENSION_PAIRS = (
+    ("PI", "no scaling"),
+    ("NTK", "no scaling"),
+    ("YaRN", "no scaling"),
+    ("YaRN, no temperature", "no scaling"),
+    ("YaRN", "YaRN, no temperature"),
+    ("YaRN", "NTK"),
+    ("PI + fine-tune", "fine-tune only"),
+)
+"""The planned comparisons of question 2: ``(variant, against)``."""
 
 
 def extension_accuracies(
@@ -501,15 +646,13 @@ def extension_tests(
 ) -> list[dict[str, Any]]:
     """Paired comparisons of the RoPE extensions, Holm-corrected as one family.
 
-    Each zero-shot rule against no scaling, and the fine-tune with position
-    interpolation against the same fine-tune without it, per task and factor.
+    The pairs of :data:`EXTENSION_PAIRS`, per task and factor: each
+    zero-shot rule against no scaling; YaRN with its attention temperature
+    against YaRN without it (what the temperature adds) and against NTK-aware
+    scaling; the fine-tune with position interpolation against the same
+    fine-tune without it.
     """
-    pairs = [
-        ("PI", "no scaling"),
-        ("NTK", "no scaling"),
-        ("YaRN", "no scaling"),
-        ("PI + fine-tune", "fine-tune only"),
-    ]
+    pairs = EXTENSION_PAIRS
     rows = []
     for task in config.tasks:
         for factor in [f for f in config.factors if f != 1]:
@@ -531,6 +674,50 @@ def extension_tests(
                 )
     _add_holm(rows)
     return rows
+
+
+def budget_summary(
+    config: ExtrapolationConfig, cells: Sequence[dict[str, Any]], factor: int
+) -> dict[str, dict[str, list[tuple[float, float, float]]]]:
+    """Mean accuracy at ``factor * L`` with its 95% interval after each checkpoint.
+
+    Returns ``{task: {method: [(mean, low, high) for each checkpoint]}}``
+    (one training run per method, read after each number of updates of
+    ``config.budget``); NaN where the method cannot run.
+    """
+    factor = check_integer("factor", factor, minimum=1)
+    if factor not in config.factors:
+        raise ValueError(f"factor must be one of {config.factors}, got {factor}")
+    out: dict[str, dict[str, list[tuple[float, float, float]]]] = {}
+    for task in config.tasks:
+        out[task] = {}
+        for method in config.methods:
+            budget = _cell(cells, task, method)["budget"]
+            out[task][method] = [
+                _interval(accuracy_at(budget[str(step)], config.train_length * factor))
+                for step in config.budget
+            ]
+    return out
+
+
+def ntk_sweep_summary(
+    config: ExtrapolationConfig, cells: Sequence[dict[str, Any]]
+) -> dict[str, dict[int, list[tuple[float, float, float]]]]:
+    """The RoPE model under NTK-aware scaling with each ``alpha`` (1 = no scaling).
+
+    Returns ``{task: {factor: [(mean, low, high) for alpha in (1, *config.ntk_alphas)]}}``
+    for every factor above 1, zero-shot.
+    """
+    out: dict[str, dict[int, list[tuple[float, float, float]]]] = {}
+    for task in config.tasks:
+        cell = _cell(cells, task, "rope")
+        runs = [cell["accuracy"]] + [cell["ntk_sweep"][repr(float(a))] for a in config.ntk_alphas]
+        out[task] = {
+            f: [_interval(accuracy_at(r, config.train_length * f)) for r in runs]
+            for f in config.factors
+            if f != 1
+        }
+    return out
 
 
 def paired_interval(
@@ -583,13 +770,17 @@ def paired_tost(differences: Any, margin: float) -> float:
     return float(max(lower, upper))
 
 
-def total_steps(config: ExtrapolationConfig) -> int:
-    """Training updates of the whole design (for a progress bar)."""
-    per_cell = (len(config.learning_rates) + 1) * config.steps
-    extensions = sum(1 for f in config.factors if f != 1)
-    rope = 2 * extensions * config.finetune_steps
+def total_steps(config: ExtrapolationConfig) -> float:
+    """Training work of the whole design, in copy-updates at length ``L`` (for a progress bar).
+
+    An update of a stack of ``M`` copies at length ``s L`` counts ``M s``.
+    """
+    n_val = len(config.learning_rates) * len(config.validation_seeds)
+    per_cell = (n_val + len(config.seeds)) * config.steps
+    n_ft = len(config.finetune_learning_rates) * len(config.validation_seeds) + len(config.seeds)
+    rope = sum(2 * n_ft * config.finetune_steps * f for f in config.factors if f != 1)
     n_rope = 1 if "rope" in config.methods else 0
-    return len(config.tasks) * (len(config.methods) * per_cell + n_rope * rope)
+    return float(len(config.tasks) * (len(config.methods) * per_cell + n_rope * rope))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -604,10 +795,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     config = ExtrapolationConfig()
     start = time.perf_counter()
+    shown = [-1.0]
 
-    def progress(done: int, total: int) -> None:
+    def progress(done: float, total: float) -> None:
         share = done / total
         elapsed = time.perf_counter() - start
+        if elapsed - shown[0] < 1.0 and done < total:
+            return
+        shown[0] = elapsed
         left = elapsed / share - elapsed if share > 0 else float("nan")
         bar = "#" * int(30 * share)
         sys.stderr.write(

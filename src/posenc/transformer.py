@@ -17,13 +17,14 @@ sequences of length ``L`` can be run on longer ones. It keeps the habits of
 * gradients are checked against central finite differences
   (:func:`gradient_check`, as :func:`posenc.model.gradient_check` does).
 
-What is new is how the gradients are obtained: a multi-layer, multi-head
-network with six position methods would need six hand-written backward
-passes, so the forward pass is written once with ``autograd.numpy`` and
-differentiated by the ``autograd`` package (reverse mode over plain NumPy;
-no GPU framework). The softmax is therefore written with ``autograd.numpy``
-operations instead of reusing :func:`posenc.model._softmax_last`, which
-updates arrays in place and cannot be traced.
+What is new is the depth and the position methods; the gradients are still
+written out by hand (:meth:`CausalTransformer._loss_and_gradients`): one
+backward pass for the shared attention block, with a small step for each
+method's own parameters (the added table, the rotation, the T5 table). A
+first version differentiated the same forward pass with the ``autograd``
+package; its bookkeeping cost three times the arithmetic at this size, and
+the hand-written pass, checked against finite differences on every entry of
+every parameter (``tests/test_transformer.py``), replaced it.
 
 The network, for tokens ``(batch, L)`` and model width :math:`d`:
 
@@ -54,21 +55,20 @@ Position enters in one of six ways (``POSITION_METHODS``):
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import autograd.numpy as anp
 import numpy as np
-from autograd import value_and_grad
 from threadpoolctl import threadpool_limits
 
 from .encodings import frequencies as rotary_frequencies
 from .encodings import sinusoidal
 from .lengthtasks import LengthBatch, make_length_batch
-from .model import Adam, check_index_array, check_seeds
+from .model import Adam, _log_softmax_last, _softmax_last, check_index_array, check_seeds
 from .validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
@@ -140,29 +140,25 @@ def t5_causal_bucket(distance: Any, *, num_buckets: int = 16, max_distance: int 
     return np.where(n < max_exact, n, large)
 
 
-def _softmax(scores: Any) -> Any:
-    shifted = scores - anp.max(scores, axis=-1, keepdims=True)
-    weights = anp.exp(shifted)
-    return weights / anp.sum(weights, axis=-1, keepdims=True)
+def _turn(x: np.ndarray) -> np.ndarray:
+    """Each interleaved pair ``(a, b)`` of the last axis mapped to ``(-b, a)``."""
+    out = np.empty_like(x)
+    out[..., 0::2] = -x[..., 1::2]
+    out[..., 1::2] = x[..., 0::2]
+    return out
 
 
-def _log_softmax(logits: Any) -> Any:
-    shifted = logits - anp.max(logits, axis=-1, keepdims=True)
-    return shifted - anp.log(anp.sum(anp.exp(shifted), axis=-1, keepdims=True))
-
-
-def _rotate(x: Any, cos: np.ndarray, sin: np.ndarray) -> Any:
+def _rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     """Rotate interleaved pairs ``(2i, 2i+1)`` of ``x`` ``(..., L, d_h)``.
 
-    ``cos`` and ``sin`` are ``(L, d_h / 2)``. Written as
-    ``x * cos + (x @ R) * sin`` with the fixed matrix ``R`` that maps each
-    pair ``(a, b)`` to ``(-b, a)``, so autograd sees no item access.
+    ``cos`` and ``sin`` are ``(L, d_h / 2)``, or ``(L, d_h)`` with each
+    pair's value already repeated twice: ``x * cos + turn(x) * sin``. The
+    transpose of ``turn`` is ``-turn``, so the gradient of the rotation is
+    ``g * cos - turn(g * sin)``, the rotation by the opposite angle.
     """
-    d_h = x.shape[-1]
-    turn = np.zeros((d_h, d_h))
-    turn[np.arange(1, d_h, 2), np.arange(0, d_h, 2)] = -1.0  # new even entry = -odd
-    turn[np.arange(0, d_h, 2), np.arange(1, d_h, 2)] = 1.0  # new odd entry = even
-    return x * np.repeat(cos, 2, axis=-1) + (x @ turn) * np.repeat(sin, 2, axis=-1)
+    if 2 * cos.shape[-1] == x.shape[-1]:
+        cos, sin = np.repeat(cos, 2, axis=-1), np.repeat(sin, 2, axis=-1)
+    return x * cos + _turn(x) * sin
 
 
 class CausalTransformer:
@@ -191,6 +187,12 @@ class CausalTransformer:
         The causal T5 buckets (:func:`t5_causal_bucket`).
     seeds : int or sequence of int
         One seed per stacked copy.
+    dtype : {"float64", "float32"}
+        Floating-point type of the parameters and of every computation. The
+        default, float64, is the one the gradient check needs; float32 trains
+        about twice as fast (the experiment of chapter 7 uses it). The
+        initial weights are drawn in float64 and rounded, so both start
+        from the same numbers.
 
     Attributes
     ----------
@@ -222,6 +224,7 @@ class CausalTransformer:
         t5_buckets: int = 16,
         t5_max_distance: int = 64,
         seeds: int | Sequence[int] = 0,
+        dtype: str = "float64",
     ) -> None:
         self.vocab_size = check_integer("vocab_size", vocab_size, minimum=2)
         self.n_classes = check_integer(
@@ -254,9 +257,12 @@ class CausalTransformer:
             "t5_max_distance", t5_max_distance, minimum=self.t5_buckets // 2 + 1
         )
         self.seeds = check_seeds(seeds)
+        self.dtype = np.dtype(check_choice("dtype", str(dtype), ("float64", "float32")))
         self.slopes = alibi_slopes_reference(self.n_heads)
         members = [self._init_one(np.random.default_rng([0, s])) for s in self.seeds]
-        self.params = {name: np.stack([m[name] for m in members]) for name in members[0]}
+        self.params = {
+            name: np.stack([m[name] for m in members]).astype(self.dtype) for name in members[0]
+        }
 
     def _init_one(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
         d = self.d_model
@@ -284,6 +290,37 @@ class CausalTransformer:
     def n_parameters(self) -> int:
         """Trainable scalars of one copy."""
         return int(sum(p[0].size for p in self.params.values()))
+
+    def subset(self, copies: Sequence[int], *, seeds: Sequence[int] | None = None):
+        """A new model made of copies ``copies`` of this one, parameters copied.
+
+        A copy may be taken more than once (to try several learning rates
+        from the same trained weights); ``seeds`` then gives each new copy its
+        own label, which :func:`train_causal` uses to seed its data (distinct
+        integers ``>= 0``, one per entry of ``copies``; default the copies'
+        own seeds).
+
+        Examples
+        --------
+        >>> model = CausalTransformer(8, d_model=8, n_heads=2, seeds=(0, 1))
+        >>> twice = model.subset([1, 1], seeds=(10, 11))
+        >>> twice.seeds, bool((twice.params["w_out"][0] == model.params["w_out"][1]).all())
+        ((10, 11), True)
+        """
+        if isinstance(copies, (str, bytes)) or not isinstance(copies, Sequence | np.ndarray):
+            raise TypeError(f"copies must be a sequence of ints, got {type(copies).__name__}")
+        index = [
+            check_integer("copies[...]", c, minimum=0, maximum=self.n_models - 1) for c in copies
+        ]
+        if not index:
+            raise ValueError("copies must name at least one copy")
+        labels = check_seeds(tuple(self.seeds[i] for i in index) if seeds is None else seeds)
+        if len(labels) != len(index):
+            raise ValueError(f"seeds must hold one seed per copy ({len(index)}), got {len(labels)}")
+        new = copy.copy(self)
+        new.params = {name: value[index].copy() for name, value in self.params.items()}
+        new.seeds = labels
+        return new
 
     def __repr__(self) -> str:
         return (
@@ -327,59 +364,73 @@ class CausalTransformer:
 
     def _forward(
         self,
-        params: dict[str, Any],
+        params: dict[str, np.ndarray],
         tokens: np.ndarray,
         freqs: np.ndarray | None = None,
         logit_scale: float = 1.0,
-    ) -> Any:
-        """Logits ``(M, batch, L, C)`` for checked tokens ``(M, batch, L)``."""
+        keep: list | None = None,
+    ) -> np.ndarray:
+        """Logits ``(M, batch, L, C)`` for checked tokens ``(M, batch, L)``.
+
+        With ``keep`` (a list), what the backward pass needs is appended to it.
+        Every product with a weight matrix is one matmul per copy over all
+        ``batch * L`` positions, ``(M, batch * L, d) @ (M, d, d)``.
+        """
         m, batch, length = tokens.shape
-        h, dh = self.n_heads, self.d_head
-        # Gathers are written as products with one-hot matrices and every
-        # contraction as a batched matmul: autograd differentiates both
-        # without np.add.at or einsum, which are many times slower here.
-        one_hot = np.eye(self.vocab_size)[tokens]  # (M, batch, L, V)
-        x = one_hot @ params["token_embedding"][:, None]
+        h, dh, n = self.n_heads, self.d_head, batch * length
+        x = np.take_along_axis(
+            params["token_embedding"], tokens.reshape(m, n, 1), axis=1
+        )  # (M, batch * L, d), a gather: each position's token row
         if self.position == "sinusoidal":
-            x = x + sinusoidal(length, self.d_model, self.base)
+            table = sinusoidal(length, self.d_model, self.base).astype(self.dtype)
+            x = x + np.tile(table, (batch, 1))
         elif self.position == "learned":
-            x = x + params["position_embedding"][:, None, :length]
-        rows, cols = np.arange(length)[:, None], np.arange(length)[None, :]
-        mask = np.where(cols > rows, -1e9, 0.0)
-        bias: Any = mask
-        if self.position == "alibi":
-            bias = mask - self.slopes[:, None, None] * np.maximum(rows - cols, 0)
+            x = x + np.tile(params["position_embedding"][:, :length], (1, batch, 1))
+        bias = self._score_bias(length)
+        cos = sin = None
         if self.position == "rope":
             cos, sin = self._rope_tables(length, freqs)
-        if self.position == "t5":
-            buckets = t5_causal_bucket(
-                rows - cols, num_buckets=self.t5_buckets, max_distance=self.t5_max_distance
-            )
-            bucket_one_hot = np.eye(self.t5_buckets)[buckets.reshape(-1)].T  # (buckets, L * L)
-        scale = logit_scale / math.sqrt(dh)
+            cos, sin = (np.repeat(t, 2, axis=-1).astype(self.dtype) for t in (cos, sin))
+        scale = self.dtype.type(logit_scale / math.sqrt(dh))
+
+        def heads(flat: np.ndarray) -> np.ndarray:  # (M, batch*L, d) -> (M, batch, H, L, d_h)
+            return flat.reshape(m, batch, length, h, dh).transpose(0, 1, 3, 2, 4)
+
         for layer in range(self.n_layers):
-            q, k, v = (
-                anp.transpose(
-                    anp.reshape(x @ params[f"w_{n}_{layer}"][:, None], (m, batch, length, h, dh)),
-                    (0, 1, 3, 2, 4),
-                )
-                for n in "qkv"
-            )  # each (M, batch, H, L, d_h)
-            if self.position == "rope":
+            q, k, v = (heads(x @ params[f"w_{c}_{layer}"]) for c in "qkv")
+            if cos is not None:
                 q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
-            scores = (q @ anp.swapaxes(k, -1, -2)) * scale
+            scores = q @ k.swapaxes(-1, -2)
+            scores *= scale
             if self.position == "t5":
-                table = anp.reshape(
-                    params[f"t5_bias_{layer}"] @ bucket_one_hot, (m, 1, h, length, length)
-                )
-                scores = scores + table + mask
-            else:
-                scores = scores + bias
-            heads = _softmax(scores) @ v
-            merged = anp.reshape(anp.transpose(heads, (0, 1, 3, 2, 4)), (m, batch, length, h * dh))
-            x = x + merged @ params[f"w_o_{layer}"][:, None]
-        logits = x @ params["w_out"][:, None]
-        return logits + params["b_out"][:, None, None, :]
+                table = params[f"t5_bias_{layer}"] @ self._bucket_one_hot(length)
+                scores += table.reshape(m, 1, h, length, length)
+            scores += bias
+            weights = _softmax_last(scores)
+            merged = (weights @ v).transpose(0, 1, 3, 2, 4).reshape(m, n, h * dh)
+            if keep is not None:
+                keep.append((x, q, k, v, weights, merged))
+            x = x + merged @ params[f"w_o_{layer}"]
+        if keep is not None:
+            keep.append((x, cos, sin, scale))
+        logits = x @ params["w_out"] + params["b_out"][:, None, :]
+        return logits.reshape(m, batch, length, self.n_classes)
+
+    def _score_bias(self, length: int) -> np.ndarray:
+        """The causal mask, plus ALiBi's distance bias ``(H, L, L)`` for ``"alibi"``."""
+        rows, cols = np.arange(length)[:, None], np.arange(length)[None, :]
+        mask = np.where(cols > rows, -1e9, 0.0)
+        if self.position == "alibi":
+            mask = mask - self.slopes[:, None, None] * np.maximum(rows - cols, 0)
+        return mask.astype(self.dtype)
+
+    def _bucket_one_hot(self, length: int) -> np.ndarray:
+        """``(buckets, L * L)``: which T5 bucket each (query, key) pair falls into."""
+        rows, cols = np.arange(length)[:, None], np.arange(length)[None, :]
+        buckets = t5_causal_bucket(
+            rows - cols, num_buckets=self.t5_buckets, max_distance=self.t5_max_distance
+        )
+        return np.eye(self.t5_buckets, dtype=self.dtype)[buckets.reshape(-1)].T
 
     def logits(
         self,
@@ -406,7 +457,7 @@ class CausalTransformer:
         if frequencies is not None and self.position != "rope":
             raise ValueError("frequencies can only be given for position 'rope'")
         logit_scale = check_real("logit_scale", logit_scale, positive=True)
-        return np.asarray(self._forward(self.params, tokens, frequencies, logit_scale))
+        return self._forward(self.params, tokens, frequencies, logit_scale)
 
     def accuracy_by_position(
         self,
@@ -439,19 +490,81 @@ class CausalTransformer:
 
     # -- loss and gradients ------------------------------------------------------------
 
-    def _loss(
+    def _loss_and_gradients(
         self,
-        params: dict[str, Any],
         tokens: np.ndarray,
         targets: np.ndarray,
         scored: np.ndarray,
         freqs: np.ndarray | None = None,
-    ) -> Any:
-        """Summed over copies of each copy's mean cross-entropy over scored positions."""
-        log_probs = _log_softmax(self._forward(params, tokens, freqs))
-        picked = anp.sum(log_probs * np.eye(self.n_classes)[targets], axis=-1)  # (M, B, L)
-        weights = np.broadcast_to(scored, picked.shape) / (picked.shape[1] * scored.sum())
-        return -anp.sum(picked * weights)
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        r"""Each copy's mean cross-entropy ``(M,)`` and its gradient, by hand.
+
+        The backward pass of the forward above, step by step in reverse: the
+        read-out, then per layer (last first) the output projection, the
+        attention weights (softmax: :math:`dS = P \odot (dP - \sum_j dP\,P)`),
+        the T5 table (the score gradient summed over the batch and collected
+        per bucket), the rotation (by the opposite angle), the three
+        projections; finally the added position table and the embedding rows.
+        The gradient of the sum over copies of each copy's loss is the stack of
+        the copies' own gradients, as the copies share no parameter.
+        """
+        params = self.params
+        m, batch, length = tokens.shape
+        h, dh, n = self.n_heads, self.d_head, batch * length
+        keep: list = []
+        logits = self._forward(params, tokens, freqs, 1.0, keep).reshape(m, n, self.n_classes)
+        x_last, cos, sin, scale = keep.pop()
+        log_probs = _log_softmax_last(logits)
+        flat_targets = targets.reshape(m, n, 1)
+        weight = np.tile(scored / (batch * scored.sum()), batch)[None, :].astype(self.dtype)
+        picked = np.take_along_axis(log_probs, flat_targets, axis=-1)[..., 0]
+        losses = -(picked * weight).sum(axis=1)
+        d_logits = np.exp(log_probs)
+        np.put_along_axis(
+            d_logits, flat_targets, np.take_along_axis(d_logits, flat_targets, -1) - 1.0, -1
+        )
+        d_logits *= weight[..., None]
+        grads: dict[str, np.ndarray] = {
+            "w_out": x_last.swapaxes(1, 2) @ d_logits,
+            "b_out": d_logits.sum(axis=1),
+        }
+        dx = d_logits @ params["w_out"].swapaxes(1, 2)  # (M, batch * L, d)
+
+        def flat(g: np.ndarray) -> np.ndarray:  # (M, batch, H, L, d_h) -> (M, batch*L, d)
+            return g.transpose(0, 1, 3, 2, 4).reshape(m, n, h * dh)
+
+        for layer in reversed(range(self.n_layers)):
+            x, q, k, v, weights, merged = keep[layer]
+            grads[f"w_o_{layer}"] = merged.swapaxes(1, 2) @ dx
+            d_heads = (
+                (dx @ params[f"w_o_{layer}"].swapaxes(1, 2))
+                .reshape(m, batch, length, h, dh)
+                .transpose(0, 1, 3, 2, 4)
+            )
+            d_weights = d_heads @ v.swapaxes(-1, -2)
+            d_v = weights.swapaxes(-1, -2) @ d_heads
+            d_scores = weights * (d_weights - (d_weights * weights).sum(axis=-1, keepdims=True))
+            if self.position == "t5":
+                per_pair = d_scores.sum(axis=1).reshape(m, h, length * length)
+                grads[f"t5_bias_{layer}"] = per_pair @ self._bucket_one_hot(length).T
+            d_scores *= scale
+            d_q = d_scores @ k
+            d_k = d_scores.swapaxes(-1, -2) @ q
+            if cos is not None:
+                d_q = d_q * cos - _turn(d_q * sin)
+                d_k = d_k * cos - _turn(d_k * sin)
+            x_t = x.swapaxes(1, 2)
+            for name, g in (("q", d_q), ("k", d_k), ("v", d_v)):
+                g = flat(g)
+                grads[f"w_{name}_{layer}"] = x_t @ g
+                dx = dx + g @ params[f"w_{name}_{layer}"].swapaxes(1, 2)
+        if self.position == "learned":
+            table = np.zeros_like(params["position_embedding"])
+            table[:, :length] = dx.reshape(m, batch, length, -1).sum(axis=1)
+            grads["position_embedding"] = table
+        one_hot = np.eye(self.vocab_size, dtype=self.dtype)[tokens.reshape(m, n)]  # (M, B L, V)
+        grads["token_embedding"] = one_hot.swapaxes(1, 2) @ dx
+        return losses, {name: grads[name] for name in params}
 
     def loss_and_gradients(
         self, batch: LengthBatch, *, frequencies: Any = None
@@ -466,25 +579,33 @@ class CausalTransformer:
         tokens = self._check_tokens(batch.tokens)
         targets = np.broadcast_to(batch.targets, tokens.shape)
         freqs = None if frequencies is None else check_array("frequencies", frequencies, ndim=1)
-        per_copy = self.losses(batch, frequencies=freqs)
-        _, grads = value_and_grad(self._loss)(self.params, tokens, targets, batch.scored, freqs)
-        return per_copy, grads
+        return self._loss_and_gradients(tokens, targets, batch.scored, freqs)
 
     def losses(self, batch: LengthBatch, *, frequencies: Any = None) -> np.ndarray:
         """Mean cross-entropy over the scored positions, per copy, ``(n_models,)``."""
         tokens = self._check_tokens(batch.tokens)
         targets = np.broadcast_to(batch.targets, tokens.shape)
-        log_probs = np.asarray(_log_softmax(self._forward(self.params, tokens, frequencies)))
+        log_probs = _log_softmax_last(self._forward(self.params, tokens, frequencies))
         picked = np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
         return -picked[:, :, batch.scored].mean(axis=(1, 2))
 
 
 @dataclass(frozen=True)
 class CausalHistory:
-    """Mini-batch loss of every update, averaged over the copies, ``(steps,)``, and the
-    wall-clock seconds of training."""
+    """What :func:`train_causal` records.
+
+    Attributes
+    ----------
+    train_loss : numpy.ndarray
+        Mini-batch loss of every update, averaged over the copies, ``(steps,)``.
+    copy_loss : numpy.ndarray
+        The same per copy, ``(steps, n_models)``.
+    seconds : float
+        Wall-clock seconds of training.
+    """
 
     train_loss: np.ndarray
+    copy_loss: np.ndarray
     seconds: float
 
 
@@ -518,8 +639,9 @@ def train_causal(
         Training length ``L >= 2``.
     steps, batch_size : int
         Updates and sequences per update, ``>= 1``.
-    learning_rate : float
-        Adam step size ``> 0``.
+    learning_rate : float or array_like of float
+        Adam step size ``> 0``, or one per copy ``(n_models,)`` (so that one
+        stack tries several rates at once, :class:`posenc.model.Adam`).
     vocab_size : int, optional
         Defaults to the model's.
     offset : int
@@ -561,14 +683,15 @@ def train_causal(
                 parts[0].scored,
             )
             tokens = model._check_tokens(batch.tokens)
-            loss, grads = value_and_grad(model._loss)(
-                model.params, tokens, batch.targets, batch.scored, frequencies
+            loss, grads = model._loss_and_gradients(
+                tokens, batch.targets, batch.scored, frequencies
             )
             optimiser.step(grads)
-            losses.append(float(loss) / model.n_models)
+            losses.append(loss)
             if progress is not None:
                 progress(step)
-    return CausalHistory(np.array(losses), time.perf_counter() - start)
+    per_copy = np.array(losses).reshape(steps, model.n_models)
+    return CausalHistory(per_copy.mean(axis=1), per_copy, time.perf_counter() - start)
 
 
 def gradient_check(
@@ -592,11 +715,10 @@ def gradient_check(
     n_entries = check_integer("n_entries", n_entries, minimum=1)
     eps = check_real("eps", eps, positive=True)
     rng = np.random.default_rng(check_integer("seed", seed, minimum=0))
-    tokens = model._check_tokens(batch.tokens)
-    targets = np.broadcast_to(batch.targets, tokens.shape)
+    model._check_tokens(batch.tokens)
 
     def total() -> float:
-        return float(model._loss(model.params, tokens, targets, batch.scored))
+        return float(model.losses(batch).sum())
 
     _, grads = model.loss_and_gradients(batch)
     errors = {}

@@ -17,8 +17,10 @@ from ..validation import check_array
 from .style import QUALITATIVE, detached
 
 __all__ = [
+    "budget_figure",
     "extension_figure",
     "extrapolation_figure",
+    "ntk_sweep_figure",
     "per_position_figure",
     "scale_factor_figure",
 ]
@@ -179,6 +181,8 @@ def extension_figure(
                 width,
                 yerr=[rows[:, 0] - rows[:, 1], rows[:, 2] - rows[:, 0]],
                 color=_PALETTE[index % len(_PALETTE)],
+                hatch="//" if index >= len(_PALETTE) else None,  # colours run out: hatch
+                edgecolor="white",
                 capsize=2,
                 label=variant,
             )
@@ -259,4 +263,157 @@ def per_position_figure(
         fontsize="small",
         title="position",
     )
+    return detached(fig)
+
+
+def budget_figure(
+    panels: Mapping[str, Mapping[str, Sequence[Sequence[float]]]],
+    steps: Sequence[int],
+    *,
+    chance: float,
+    ncols: int = 2,
+) -> Figure:
+    """Accuracy against the number of training updates (a budget curve), one line per method.
+
+    Parameters
+    ----------
+    panels : mapping title -> mapping method -> rows ``(mean, low, high)``
+        One panel each (e.g. one task at one test length); one row per entry
+        of ``steps``; NaN where a method cannot run (left out).
+    steps : sequence of int
+        The checkpoints (updates), on a log scale.
+    chance : float
+        Accuracy of a uniform guess, drawn as a dotted line.
+    ncols : int
+        Panels per row.
+
+    Examples
+    --------
+    >>> fig = budget_figure({"t": {"a": [[0.5, 0.4, 0.6], [0.9, 0.8, 1.0]]}}, [10, 20], chance=0.1)
+    >>> len(fig.axes)
+    1
+    """
+    if not panels:
+        raise ValueError("panels must hold at least one panel")
+    steps = np.asarray(steps, dtype=float)
+    ncols = min(ncols, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(4.2 * ncols + 1.6, 3.4 * nrows),
+        layout="constrained",
+        squeeze=False,
+    )
+    order = list(dict.fromkeys(m for methods in panels.values() for m in methods))
+    handles = {}
+    for ax, (title, methods) in zip(axes.flat, panels.items(), strict=False):
+        for method, rows in methods.items():
+            index = order.index(method)
+            rows = _interval_rows(f"panels[{title!r}][{method!r}]", rows)
+            ok = ~np.isnan(rows[:, 0])
+            if not ok.any():
+                continue
+            shift = 1.0 + 0.02 * (index - len(order) / 2)
+            bars = ax.errorbar(
+                steps[ok] * shift,
+                rows[ok, 0],
+                yerr=[rows[ok, 0] - rows[ok, 1], rows[ok, 2] - rows[ok, 0]],
+                color=_PALETTE[index % len(_PALETTE)],
+                marker=_MARKERS[index % len(_MARKERS)],
+                capsize=3,
+                label=method,
+            )
+            handles.setdefault(method, bars)
+        ax.axhline(chance, color="0.4", linestyle=":", linewidth=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(steps, [f"{int(n)}" for n in steps])
+        ax.set_ylim(-0.02, 1.05)
+        ax.set_xlabel("training updates")
+        ax.set_ylabel("accuracy (share; dotted: chance)")
+        ax.set_title(title)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    axes[0, -1].legend(
+        [handles[m] for m in order if m in handles],
+        [m for m in order if m in handles],
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        fontsize="small",
+        title="position",
+    )
+    return detached(fig)
+
+
+def ntk_sweep_figure(
+    results: Mapping[str, Mapping[int, Sequence[Sequence[float]]]],
+    alphas: Sequence[float],
+    *,
+    chance: float,
+) -> Figure:
+    """RoPE accuracy under NTK-aware scaling against its factor alpha, one panel per task.
+
+    Parameters
+    ----------
+    results : mapping task -> mapping factor -> rows ``(mean, low, high)``
+        One line per extension factor ``s`` (test length over training
+        length), one row per entry of ``alphas``.
+    alphas : sequence of float
+        The NTK factors (1 = no scaling), on a log scale; the point
+        ``alpha = s`` of each line (the usual choice) is circled.
+    chance : float
+        Drawn as a dotted line.
+
+    Examples
+    --------
+    >>> fig = ntk_sweep_figure({"t": {2: [[0.5, 0.4, 0.6], [0.7, 0.6, 0.8]]}}, [1, 2], chance=0.1)
+    >>> len(fig.axes)
+    1
+    """
+    if not results:
+        raise ValueError("results must hold at least one task")
+    alphas = check_array("alphas", alphas, ndim=1)
+    fig, axes = plt.subplots(
+        1,
+        len(results),
+        figsize=(4.2 * len(results) + 1.6, 3.8),
+        layout="constrained",
+        squeeze=False,
+    )
+    for ax, (task, lines) in zip(axes[0], results.items(), strict=True):
+        for index, (factor, rows) in enumerate(lines.items()):
+            rows = _interval_rows(f"results[{task!r}][{factor!r}]", rows)
+            if rows.shape[0] != alphas.size:
+                raise ValueError(
+                    f"results[{task!r}][{factor!r}] must have one row per alpha "
+                    f"({alphas.size}), got {rows.shape[0]}"
+                )
+            color = _PALETTE[index % len(_PALETTE)]
+            ax.errorbar(
+                alphas,
+                rows[:, 0],
+                yerr=[rows[:, 0] - rows[:, 1], rows[:, 2] - rows[:, 0]],
+                color=color,
+                marker=_MARKERS[index % len(_MARKERS)],
+                capsize=3,
+                label=f"at {factor}× training length",
+            )
+            at_s = np.isclose(alphas, factor)
+            ax.plot(
+                alphas[at_s],
+                rows[at_s, 0],
+                linestyle="none",
+                marker="o",
+                markersize=12,
+                markerfacecolor="none",
+                markeredgecolor=color,
+            )
+        ax.axhline(chance, color="0.4", linestyle=":", linewidth=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(alphas, [f"{a:g}" for a in alphas])
+        ax.set_ylim(-0.02, 1.05)
+        ax.set_xlabel("NTK factor α (1: no scaling; circled: α = s)")
+        ax.set_ylabel("accuracy (share; dotted: chance)")
+        ax.set_title(f"task: {task}")
+    axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
     return detached(fig)
