@@ -559,8 +559,8 @@ class AttentionClassifier:
         batch = tokens.shape[-2]
         tokens = np.broadcast_to(tokens, (n, batch, length))
         labels = np.broadcast_to(labels, (n, batch))
-        copies = max(1, min(n, _GROUP_ENTRIES // (length * length)))
-        chunk = max(1, _GROUP_ENTRIES // (copies * length * length))
+        chunk = min(batch, max(1, _GROUP_ENTRIES // (length * length)))
+        copies = max(1, min(n, _GROUP_ENTRIES // (chunk * length * length)))
         correct = np.zeros(n)
         for first in range(0, n, copies):
             group = slice(first, first + copies)
