@@ -33,8 +33,8 @@ copies never exchange anything. Stacking them only lets one NumPy call do
 the work of several. The copies are run in groups small enough for the
 processor's cache (all of them at once on short sequences, one or two at a
 time at 64 positions), because a stack whose arrays outgrow the cache is
-slower per copy than separate models; grouped, the stack is never slower
-than separate models and much faster on short sequences
+slower per copy than separate models; grouped, the stack is about as fast
+as separate models at 64 positions and much faster on short sequences
 (``benchmarks/bench_model.py`` measures both). Copy ``m`` of a stack gives
 the same numbers, up to rounding, as a model built with that seed alone.
 
