@@ -106,10 +106,12 @@ lab: $(STAMP)
 
 # Chapter 5's designed experiment (two worker processes, a progress bar); the
 # chapter reads the committed results file, tests/test_experiment_results.py re-runs a few cells.
-experiments: $(STAMP)
+.PHONY: experiments-ch5
+experiments: experiments-ch5
+experiments-ch5: $(STAMP)
 	$(BIN)/python -m posenc.experiment --out results/ch5_experiment.json --processes 2
 	$(BIN)/python -m posenc.experiment --long-budget --out results/ch5_long_budget.json --processes 2
-	$(BIN)/python -m posenc.experiment --readout results/ch5_readout.json
+	$(BIN)/python -m posenc.experiment --readout results/ch5_readout.json --processes 2
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python "$$b"; done

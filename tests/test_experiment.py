@@ -512,6 +512,7 @@ from posenc.experiment import (  # noqa: E402
     format_comparisons,
     holm,
     power_two_sample,
+    readout_draws,
     run_cell,
     seeds_for_power,
     steps_to_threshold,
@@ -696,7 +697,10 @@ def test_run_cell_chooses_the_rate_on_validation_and_is_deterministic():
     )
     job = (5, 8, 1, "learned-concat", "parameters")
     cell = run_cell(design, job)
-    assert cell["learning_rate"] == design.learning_rates[int(np.argmax(cell["sweep_validation"]))]
+    assert cell["sweep_rates"][: len(design.learning_rates)] == list(design.learning_rates)
+    assert len(cell["sweep_validation"]) == len(cell["sweep_rates"])
+    best = int(np.argmax(cell["sweep_validation"]))
+    assert cell["learning_rate"] == cell["sweep_rates"][best]
     assert np.array(cell["test_accuracy"]).shape == (4, 3) and cell["steps"] == [0, 10, 20, 30]
     assert cell["n_parameters"] != cell["reference_parameters"] or cell["d_token"] == 8
     assert run_cell(design, job) == cell
@@ -727,3 +731,60 @@ def test_mean_ablation_keeps_the_average_of_the_dropped_terms():
     deep = AttentionClassifier(6, 6, 6, d_token=4, position="learned", n_layers=2)
     with pytest.raises(ValueError, match="model must have one layer"):
         accuracy_with_terms(deep, tokens, labels, SCORE_TERMS)
+
+
+def test_the_sweep_extends_the_grid_past_a_chosen_edge():
+    """A rate far too small loses; the sweep then tries the larger rates one at a time."""
+    design = Design(
+        regimes=((5, 8, 1),),
+        seeds=2,
+        steps=30,
+        eval_every=10,
+        sweep_seeds=2,
+        n_train=60,
+        n_validation=30,
+        n_test=30,
+        learning_rates=(1e-6, 2e-6),
+        lower_rates=(1e-7,),
+        higher_rates=(0.03, 1e-5),
+    )
+    cell = run_cell(design, (5, 8, 1, "learned-add", "width"))
+    rates, scores = cell["sweep_rates"], cell["sweep_validation"]
+    # 2e-6 is an edge: 0.03 is tried; if 0.03 wins, it is the new edge and 1e-5 is tried.
+    assert rates[:3] == [1e-6, 2e-6, 0.03]
+    assert scores[2] > max(scores[:2])  # at 30 updates, only the large rate learns
+    assert rates == [1e-6, 2e-6, 0.03, 1e-5]
+    assert cell["learning_rate"] == 0.03
+    assert 1e-7 not in rates  # the smallest rate never won, so the grid was not extended down
+
+
+def test_compare_design_keeps_the_two_matchings_apart():
+    results = fake_results([0.10, 0.0])
+    for cell in list(results["cells"]):
+        if cell["variant"] == "sinusoidal-concat":
+            cell["matching"] = "parameters"
+            twin = dict(cell, matching="width")
+            twin["test_accuracy"] = [row[:] for row in cell["test_accuracy"]]
+            twin["test_accuracy"][-1] = [a - 0.2 for a in twin["test_accuracy"][-1]]
+            results["cells"].append(twin)
+    primary = compare_design(results)
+    secondary = compare_design(results, matching="width")
+    assert [c.matching for c in primary + secondary] == ["parameters"] * 2 + ["width"] * 2
+    for p, w in zip(primary, secondary, strict=True):
+        assert w.difference == pytest.approx(p.difference - 0.2)
+    # Each family is corrected on its own.
+    p_raw = [welch_test(c.concat, c.added)[2] for c in secondary]
+    np.testing.assert_allclose([c.p_holm for c in secondary], holm(p_raw))
+    _, curve = budget_curve(results, 8, 16, 1, "sinusoidal", matching="width")
+    assert curve[0, -1] == pytest.approx(secondary[0].difference)
+    with pytest.raises(ValueError, match="matching must be one of"):
+        compare_design(results, matching="depth")
+
+
+def test_readout_draws_in_worker_processes_equal_one_process():
+    kwargs = dict(n_draws=2, d_values=(8, 16), ratios=(0.5, 2.0), d_fixed=16)
+    one = readout_draws(**kwargs)
+    two = readout_draws(processes=2, **kwargs)
+    assert one == two
+    assert np.asarray(one["by_ratio"]).shape == (2, 2, 2)
+    assert one["by_width"]["x1"][1][0] == readout_accuracy(16, scale=1.0, seed=0)

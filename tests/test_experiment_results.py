@@ -38,7 +38,8 @@ def test_results_hold_the_stated_design_and_every_cell(results):
         acc = np.asarray(cell["test_accuracy"])
         assert acc.shape == (design.steps // design.eval_every + 1, design.seeds)
         assert np.all((acc >= 0) & (acc <= 1))
-        assert cell["learning_rate"] in design.learning_rates
+        assert cell["sweep_rates"][: len(design.learning_rates)] == list(design.learning_rates)
+        assert cell["learning_rate"] in cell["sweep_rates"]
         best = int(np.argmax(cell["sweep_validation"]))
         assert cell["sweep_validation"][best] == max(cell["sweep_validation"])
 

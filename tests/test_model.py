@@ -643,3 +643,34 @@ def test_accuracy_in_chunks_equals_one_pass():
     labels = tokens[:, 2]
     expected = (model.logits(tokens).argmax(axis=-1) == labels).mean(axis=-1)
     np.testing.assert_array_equal(model.accuracy(tokens, labels), expected)
+
+
+@pytest.mark.parametrize(
+    ("position", "combine", "n_layers"),
+    [("sinusoidal", "add", 1), ("learned", "concat", 1), ("learned", "add", 2)],
+)
+def test_copies_run_in_cache_sized_groups_give_the_same_numbers(
+    monkeypatch, position, combine, n_layers
+):
+    """A stack split into groups of copies equals one pass and each copy built alone."""
+    import posenc.model as model_module
+
+    options = {"d_v": None} if n_layers == 2 else {}
+    stack = small_model(position, combine, seeds=(3, 4, 5, 6, 7), n_layers=n_layers, **options)
+    tokens, labels = random_batch(21, batch=6, n_models=5)
+    one_pass = stack.loss_and_gradients(tokens, labels)
+    accuracy = stack.accuracy(tokens[0], labels[0])
+    # 6 sequences of 4 x 4 weights per copy: groups of 2 copies, the last one alone.
+    monkeypatch.setattr(model_module, "_GROUP_ENTRIES", 2 * 6 * 16)
+    assert [g.indices(5) for g in stack._groups(6)] == [(0, 2, 1), (2, 4, 1), (4, 5, 1)]
+    grouped = stack.loss_and_gradients(tokens, labels)
+    np.testing.assert_allclose(grouped[0], one_pass[0], rtol=1e-13)
+    for name in stack.params:
+        np.testing.assert_allclose(grouped[1][name], one_pass[1][name], rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(stack.accuracy(tokens[0], labels[0]), accuracy)
+    for m, seed in enumerate((3, 4, 5, 6, 7)):
+        alone = small_model(position, combine, seeds=seed, n_layers=n_layers, **options)
+        loss, grads = alone.loss_and_gradients(tokens[m], labels[m])
+        np.testing.assert_allclose(grouped[0][m], loss[0], rtol=1e-13)
+        for name in stack.params:
+            np.testing.assert_allclose(grouped[1][name][m], grads[name][0], rtol=1e-12, atol=1e-15)

@@ -962,13 +962,16 @@ def learning_curves(
 
 # -- the designed experiment: regimes, learning-rate sweep, many seeds ------------------
 
-#: The four models of the designed experiment: each code added, and
-#: concatenated at (as nearly as the integer widths allow) equal parameters.
+#: The six models of the designed experiment: each code added; concatenated
+#: at (as nearly as the integer widths allow) equal parameters, the primary
+#: comparison; and concatenated at equal width, the secondary one.
 DESIGN_MODELS = (
     ("sinusoidal-add", "width"),
     ("sinusoidal-concat", "parameters"),
+    ("sinusoidal-concat", "width"),
     ("learned-add", "width"),
     ("learned-concat", "parameters"),
+    ("learned-concat", "width"),
 )
 
 
@@ -996,6 +999,10 @@ class Design:
     learning_rates : tuple of float
         Candidates of the sweep; each model keeps the one with the best
         mean validation accuracy at the end of the budget.
+    lower_rates, higher_rates : tuple of float
+        Where the best rate is the smallest (largest) tried so far, the
+        sweep goes on with the next of these, one at a time, while any is
+        left: the grid is extended past an edge that it chose.
     sweep_seeds : int
         Seeds per candidate in the sweep (seeds ``1000, 1001, ...``: none is
         a seed of the main runs).
@@ -1017,8 +1024,10 @@ class Design:
         (32, 16, 1),
         (32, 32, 1),
         (64, 16, 1),
+        (64, 32, 1),
         (8, 16, 2),
         (32, 16, 2),
+        (64, 16, 2),
     )
     models: tuple[tuple[str, str], ...] = DESIGN_MODELS
     task: str = "absolute"
@@ -1026,10 +1035,12 @@ class Design:
     n_validation: int = 500
     n_test: int = 500
     seeds: int = 20
-    steps: int = 300
+    steps: int = 600
     batch_size: int = 16
     eval_every: int = 50
-    learning_rates: tuple[float, ...] = (0.003, 0.01, 0.03)
+    learning_rates: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1)
+    lower_rates: tuple[float, ...] = (0.001, 0.0003)
+    higher_rates: tuple[float, ...] = (0.3,)
     sweep_seeds: int = 2
     margin: float = 0.03
     alpha: float = 0.05
@@ -1046,7 +1057,8 @@ class Design:
         out = {name: getattr(self, name) for name in self.__dataclass_fields__}
         out["regimes"] = [list(r) for r in self.regimes]
         out["models"] = [list(m) for m in self.models]
-        out["learning_rates"] = list(self.learning_rates)
+        for name in ("learning_rates", "lower_rates", "higher_rates"):
+            out[name] = list(getattr(self, name))
         return out
 
     @classmethod
@@ -1055,7 +1067,9 @@ class Design:
         values = dict(values)
         values["regimes"] = tuple(tuple(int(v) for v in r) for r in values["regimes"])
         values["models"] = tuple(tuple(m) for m in values["models"])
-        values["learning_rates"] = tuple(float(r) for r in values["learning_rates"])
+        for name in ("learning_rates", "lower_rates", "higher_rates"):
+            if name in values:
+                values[name] = tuple(float(r) for r in values[name])
         return cls(**values)
 
 
@@ -1111,7 +1125,9 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
     The sweep trains ``sweep_seeds`` copies per candidate rate, all stacked in
     one model with a learning rate per copy, and scores each rate by its mean
     accuracy on the validation set after the full budget (ties: the mean at
-    half the budget, then the smaller rate). The main run then trains seeds
+    half the budget, then the smaller rate). While the best rate is the
+    smallest (largest) tried, the next of ``lower_rates`` (``higher_rates``)
+    is tried too, until none is left. The main run then trains seeds
     ``0 .. seeds - 1`` with the chosen rate and records the test accuracy
     every ``eval_every`` updates.
 
@@ -1144,25 +1160,47 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
         n_classes=task.n_classes,
         n_layers=n_layers,
     )
-    rates = np.repeat(np.array(design.learning_rates), design.sweep_seeds)
-    sweep_model = _build(spec, task, tuple(1000 + i for i in range(rates.size)), design.dtype)
     half = max(1, design.steps // 2)
-    sweep = train(
-        sweep_model,
-        task.train_tokens,
-        task.train_labels,
-        task.validation_tokens,
-        task.validation_labels,
-        steps=design.steps,
-        batch_size=design.batch_size,
-        learning_rate=rates,
-        eval_every=half,
-    )
-    n_rates = len(design.learning_rates)
-    final = sweep.final_accuracy.reshape(n_rates, design.sweep_seeds).mean(axis=1)
-    middle = sweep.test_accuracy[1].reshape(n_rates, design.sweep_seeds).mean(axis=1)
-    best = min(range(n_rates), key=lambda i: (-final[i], -middle[i], design.learning_rates[i]))
-    rate = design.learning_rates[best]
+    tried: list[float] = []
+    final: list[float] = []
+    middle: list[float] = []
+
+    def sweep(candidates: Sequence[float]) -> None:
+        # Seeds 1000, 1001, ... in the order the rates are tried: none is a main seed.
+        first = 1000 + len(tried) * design.sweep_seeds
+        rates = np.repeat(np.array(candidates, dtype=float), design.sweep_seeds)
+        model = _build(spec, task, tuple(range(first, first + rates.size)), design.dtype)
+        history = train(
+            model,
+            task.train_tokens,
+            task.train_labels,
+            task.validation_tokens,
+            task.validation_labels,
+            steps=design.steps,
+            batch_size=design.batch_size,
+            learning_rate=rates,
+            eval_every=half,
+        )
+        shape = (len(candidates), design.sweep_seeds)
+        tried.extend(float(r) for r in candidates)
+        final.extend(history.final_accuracy.reshape(shape).mean(axis=1).tolist())
+        middle.extend(history.test_accuracy[1].reshape(shape).mean(axis=1).tolist())
+
+    def best() -> float:
+        i = min(range(len(tried)), key=lambda i: (-final[i], -middle[i], tried[i]))
+        return tried[i]
+
+    sweep(design.learning_rates)
+    lower = [r for r in design.lower_rates if r not in tried]
+    higher = [r for r in design.higher_rates if r not in tried]
+    while True:
+        rate = best()
+        if rate == min(tried) and lower:
+            sweep([lower.pop(0)])
+        elif rate == max(tried) and higher:
+            sweep([higher.pop(0)])
+        else:
+            break
 
     model = _build(spec, task, tuple(range(design.seeds)), design.dtype)
     history = train(
@@ -1189,6 +1227,7 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
         "width": spec.width,
         "n_parameters": spec.n_parameters,
         "reference_parameters": reference.n_parameters,
+        "sweep_rates": tried,
         "sweep_validation": [round(float(a), 6) for a in final],
         "learning_rate": rate,
         "steps": history.steps.tolist(),
@@ -1198,14 +1237,14 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
     }
 
 
-def _progress(done: int, total: int, started: float, out: Any) -> None:
+def _progress(done: int, total: int, started: float, out: Any, unit: str = "cells") -> None:
     import time
 
     elapsed = time.perf_counter() - started
     eta = elapsed / done * (total - done) if done else float("nan")
     filled = int(30 * done / total)
     out.write(
-        f"\r[{'#' * filled}{' ' * (30 - filled)}] {done}/{total} cells"
+        f"\r[{'#' * filled}{' ' * (30 - filled)}] {done}/{total} {unit}"
         f"  {elapsed / 60:5.1f} min elapsed, about {eta / 60:5.1f} min left"
     )
     out.flush()
@@ -1295,14 +1334,24 @@ READOUT_WIDTHS = (8, 16, 32, 64, 96, 128)
 READOUT_RATIOS = tuple(2.0**k for k in range(-4, 5))
 
 
+def _readout_job(job: tuple[int, float, int]) -> tuple[float, float]:
+    d, scale, seed = job
+    return readout_accuracy(d, scale=scale, seed=seed)
+
+
 def readout_draws(
     n_draws: int = 20,
     *,
     d_values: Sequence[int] = READOUT_WIDTHS,
     ratios: Sequence[float] = READOUT_RATIOS,
     d_fixed: int = 64,
+    processes: int = 1,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """:func:`readout_accuracy` over ``n_draws`` random token tables (seeds ``0 ..``).
+
+    The draws are independent, so ``processes`` worker processes give the
+    same numbers as one; ``progress`` draws a bar on standard error.
 
     Returns
     -------
@@ -1311,18 +1360,43 @@ def readout_draws(
         draw, ``"by_width"`` ``{"x1" | "x sqrt(d)": (n_d, n_draws, 2)}`` and
         ``"by_ratio"`` ``(n_ratios, n_draws, 2)``.
     """
+    import sys
+    import time
+
     n_draws = check_integer("n_draws", n_draws, minimum=1)
+    processes = check_integer("processes", processes, minimum=1)
     code_length = math.sqrt(d_fixed / 2)
+    factors = (("x1", lambda d: 1.0), ("x sqrt(d)", math.sqrt))
+    jobs = [(d, factor(d), s) for _, factor in factors for d in d_values for s in range(n_draws)]
+    jobs += [(d_fixed, r * code_length, s) for r in ratios for s in range(n_draws)]
+    started = time.perf_counter()
+    answers: list[tuple[float, float]] = []
+
+    def collect(results: Iterable[tuple[float, float]]) -> None:
+        for answer in results:
+            answers.append(answer)
+            if progress and (len(answers) % n_draws == 0 or len(answers) == len(jobs)):
+                _progress(len(answers), len(jobs), started, sys.stderr, "draws")
+
+    if processes == 1:
+        collect(map(_readout_job, jobs))
+    else:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            collect(pool.imap(_readout_job, jobs, chunksize=4))
+    if progress:
+        sys.stderr.write("\n")
+    n_width = len(d_values) * n_draws
     by_width = {
         name: [
-            [readout_accuracy(d, scale=factor(d), seed=s) for s in range(n_draws)] for d in d_values
+            answers[k * n_width + i * n_draws : k * n_width + (i + 1) * n_draws]
+            for i in range(len(d_values))
         ]
-        for name, factor in (("x1", lambda d: 1.0), ("x sqrt(d)", math.sqrt))
+        for k, (name, _) in enumerate(factors)
     }
-    by_ratio = [
-        [readout_accuracy(d_fixed, scale=r * code_length, seed=s) for s in range(n_draws)]
-        for r in ratios
-    ]
+    rest = answers[len(factors) * n_width :]
+    by_ratio = [rest[i * n_draws : (i + 1) * n_draws] for i in range(len(ratios))]
     return {
         "n_draws": n_draws,
         "d_values": list(d_values),
@@ -1335,11 +1409,12 @@ def readout_draws(
 
 #: The follow-up of the main design: the regime with the largest difference
 #: in a first look (long sequences, narrow model, sinusoidal codes), trained
-#: four times as long, to see whether the difference survives more training.
+#: four times as long as the main design, to see whether the difference
+#: survives more training.
 LONG_BUDGET = Design(
     regimes=((64, 16, 1),),
     models=(("sinusoidal-add", "width"), ("sinusoidal-concat", "parameters")),
-    steps=1200,
+    steps=2400,
     eval_every=100,
 )
 
@@ -1350,6 +1425,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import json
     import os
     import platform
+    import resource
     import time
     from pathlib import Path
 
@@ -1362,16 +1438,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     if args.readout:
-        draws = readout_draws()
+        draws = readout_draws(processes=args.processes, progress=True)
         draws["elapsed_seconds"] = round(time.perf_counter() - started, 1)
+        draws["cpu_seconds"] = round(
+            sum(
+                u.ru_utime + u.ru_stime
+                for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+            ),
+            1,
+        )
         Path(args.readout).parent.mkdir(parents=True, exist_ok=True)
         Path(args.readout).write_text(json.dumps(draws) + "\n")
         print(f"wrote {args.readout} in {draws['elapsed_seconds'] / 60:.1f} min")
         return
     design = LONG_BUDGET if args.long_budget else Design()
     result = run_design(design, processes=args.processes, cache=args.cache)
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
     result["run"] = {
         "elapsed_seconds": round(time.perf_counter() - started, 1),
+        "cpu_seconds": round(sum(u.ru_utime + u.ru_stime for u in (own, children)), 1),
         "processes": args.processes,
         "cpu_count": os.cpu_count(),
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
@@ -1561,6 +1648,9 @@ class Comparison:
     verdict : str
         ``"concat better"``, ``"add better"``, ``"equivalent"`` or
         ``"undecided"``, from the corrected tests at level ``alpha``.
+    matching : str
+        How the concatenated model was matched to the added one:
+        ``"parameters"`` (the primary family) or ``"width"`` (the secondary).
     """
 
     length: int
@@ -1578,6 +1668,7 @@ class Comparison:
     p_tost_holm: float
     ceiling: bool
     verdict: str
+    matching: str = "parameters"
 
     @property
     def regime(self) -> str:
@@ -1586,13 +1677,27 @@ class Comparison:
         return f"L={self.length}, d={self.d_model}, {layers}"
 
 
-def cell_accuracy(results: dict[str, Any], step: int | None = None) -> dict[tuple, np.ndarray]:
+def _matched(cell: dict[str, Any], matching: str) -> bool:
+    """Whether ``cell`` belongs to the comparisons at ``matching`` (added models always do)."""
+    if "concat" not in cell["variant"]:
+        return True
+    return cell.get("matching", "parameters") == matching
+
+
+def cell_accuracy(
+    results: dict[str, Any], step: int | None = None, matching: str = "parameters"
+) -> dict[tuple, np.ndarray]:
     """Test accuracy of every seed of every cell, keyed ``(L, d, n_layers, variant)``.
 
-    ``step`` picks a recorded step (the default: the last one, the full budget).
+    ``step`` picks a recorded step (the default: the last one, the full
+    budget); ``matching`` picks the concatenated models, matched to the added
+    ones in ``"parameters"`` (the default) or in ``"width"``.
     """
+    matching = check_choice("matching", matching, MATCHINGS)
     out = {}
     for cell in results["cells"]:
+        if not _matched(cell, matching):
+            continue
         steps = list(cell["steps"])
         row = len(steps) - 1 if step is None else steps.index(step)
         key = (cell["length"], cell["d_model"], cell["n_layers"], cell["variant"])
@@ -1600,18 +1705,22 @@ def cell_accuracy(results: dict[str, Any], step: int | None = None) -> dict[tupl
     return out
 
 
-def compare_design(results: dict[str, Any], step: int | None = None) -> list[Comparison]:
-    """The primary comparisons of a results file, with Holm-corrected tests.
+def compare_design(
+    results: dict[str, Any], step: int | None = None, matching: str = "parameters"
+) -> list[Comparison]:
+    """One family of comparisons of a results file, with Holm-corrected tests.
 
-    For every regime and every code, concatenated minus added. The family
-    is every comparison returned; both the difference tests and the TOSTs
-    are corrected over it with :func:`holm`. The verdict at level ``alpha``:
+    For every regime and every code, concatenated minus added, with the
+    concatenated models matched in ``matching``: ``"parameters"``, the
+    primary family, or ``"width"``, the secondary one. The family is every
+    comparison returned; both the difference tests and the TOSTs are
+    corrected over it with :func:`holm`. The verdict at level ``alpha``:
     "concat better" or "add better" if the corrected difference test
     rejects, else "equivalent" if the corrected TOST rejects (the difference
     lies within ``±margin``), else "undecided".
     """
     design = Design.from_dict(results["design"])
-    acc = cell_accuracy(results, step)
+    acc = cell_accuracy(results, step, matching)
     rows = []
     for length, d_model, n_layers in design.regimes:
         for code in ("sinusoidal", "learned"):
@@ -1653,14 +1762,23 @@ def compare_design(results: dict[str, Any], step: int | None = None) -> list[Com
             verdict = "equivalent"
         else:
             verdict = "undecided"
-        comparisons.append(Comparison(*r[:9], r[9], float(ph), r[10], float(pth), r[11], verdict))
+        comparisons.append(
+            Comparison(*r[:9], r[9], float(ph), r[10], float(pth), r[11], verdict, matching)
+        )
     return comparisons
 
 
 def budget_curve(
-    results: dict[str, Any], length: int, d_model: int, n_layers: int, code: str
+    results: dict[str, Any],
+    length: int,
+    d_model: int,
+    n_layers: int,
+    code: str,
+    matching: str = "parameters",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Concatenated minus added, with its 95 % Welch interval, at every recorded budget.
+
+    ``matching`` picks the concatenated model (see :func:`cell_accuracy`).
 
     Returns
     -------
@@ -1669,10 +1787,12 @@ def budget_curve(
         (steps where both models have no spread give a zero-width interval).
     """
     code = check_choice("code", code, ("sinusoidal", "learned"))
+    matching = check_choice("matching", matching, MATCHINGS)
     cells = {
         c["variant"]: c
         for c in results["cells"]
         if (c["length"], c["d_model"], c["n_layers"]) == (length, d_model, n_layers)
+        and _matched(c, matching)
     }
     if f"{code}-concat" not in cells or f"{code}-add" not in cells:
         raise ValueError(f"no {code} pair for L={length}, d={d_model}, {n_layers} layer(s)")

@@ -30,12 +30,13 @@ Several independent copies of the model (one per seed) are held side by
 side along a leading axis and trained together: each copy has its own
 initialisation, its own mini-batches and its own optimiser state, and the
 copies never exchange anything. Stacking them only lets one NumPy call do
-the work of several: on short sequences five stacked seeds train faster
-than five separate models, while on long ones (32 positions and more) the
-stacked arrays outgrow the processor's caches and separate models are
-faster (``benchmarks/bench_model.py`` measures both). Copy ``m`` of a
-stack gives the same numbers, up to rounding, as a model built with that
-seed alone.
+the work of several. The copies are run in groups small enough for the
+processor's cache (all of them at once on short sequences, one or two at a
+time at 64 positions), because a stack whose arrays outgrow the cache is
+slower per copy than separate models; grouped, the stack is about as fast
+as separate models at 64 positions and much faster on short sequences
+(``benchmarks/bench_model.py`` measures both). Copy ``m`` of a stack gives
+the same numbers, up to rounding, as a model built with that seed alone.
 
 Every gradient is written out by hand (:meth:`AttentionClassifier.loss_and_gradients`)
 and checked against central finite differences in ``tests/test_model.py``.
@@ -127,6 +128,13 @@ def check_seeds(seeds: Any) -> tuple[int, ...]:
     return seeds
 
 
+# Copies of a stack are run in groups of about this many attention weights
+# (copies x sequences x L x L; 256 KiB in float32), so that one group's
+# arrays stay in the processor's cache: a stack that outgrows it runs
+# slower per copy than separate models. The copies never interact, so the
+# grouping changes no number.
+_GROUP_ENTRIES = 2**16
+
 # NumPy reduces a short last axis (a few entries per row) slowly, one row at a
 # time; these functions reduce over the rows of a 2-D view instead: the maximum
 # column by column, the sum as a matrix-vector product. The same maximum, the
@@ -146,12 +154,18 @@ def _row_sum(rows: np.ndarray) -> np.ndarray:
     return rows @ np.ones(rows.shape[1], dtype=rows.dtype)
 
 
+def _softmax_inplace(scores: np.ndarray) -> np.ndarray:
+    """Softmax along the last axis of a finite C-contiguous array, overwriting it."""
+    rows = scores.reshape(-1, scores.shape[-1])
+    rows -= _row_max(rows)[:, None]
+    np.exp(rows, out=rows)
+    rows /= _row_sum(rows)[:, None]
+    return scores
+
+
 def _softmax_last(scores: np.ndarray) -> np.ndarray:
     """Softmax along the last axis of a finite array of any shape."""
-    rows = scores.reshape(-1, scores.shape[-1])
-    weights = np.exp(rows - _row_max(rows)[:, None])
-    weights /= _row_sum(weights)[:, None]
-    return weights.reshape(scores.shape)
+    return _softmax_inplace(np.array(scores, order="C"))
 
 
 def _log_softmax_last(logits: np.ndarray) -> np.ndarray:
@@ -373,10 +387,28 @@ class AttentionClassifier:
 
     # -- forward -----------------------------------------------------------------------
 
-    def _forward(self, tokens: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Logits ``(n_models, batch, C)`` and the intermediates the backward pass needs."""
-        p = self.params
-        n, length = self.n_models, self.length
+    def _groups(self, n_sequences: int) -> list[slice]:
+        """The copies in groups whose attention weights fit in the processor's cache.
+
+        One group holds ``copies * n_sequences * L * L`` attention weights,
+        kept at about ``_GROUP_ENTRIES``; a stack whose arrays outgrow the cache
+        runs slower per copy than separate models (``benchmarks/bench_model.py``).
+        """
+        per_copy = max(1, n_sequences * self.length * self.length)
+        size = max(1, _GROUP_ENTRIES // per_copy)
+        n = self.n_models
+        return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+
+    def _forward(
+        self, tokens: np.ndarray, p: dict[str, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Logits ``(copies, batch, C)`` and the intermediates the backward pass needs.
+
+        ``p`` holds the parameters of the copies to run (all of them by
+        default); ``tokens`` is ``(batch, L)`` or ``(copies, batch, L)``.
+        """
+        p = self.params if p is None else p
+        n, length = p["w_out"].shape[0], self.length
         batch = tokens.shape[-2]
         member = np.arange(n).reshape(n, 1, 1)
         x = p["token_embedding"][member, tokens]  # (n, batch, L, d_x)
@@ -395,63 +427,94 @@ class AttentionClassifier:
                 z = np.concatenate([x, np.broadcast_to(table, shape)], axis=-1)
         z2 = z.reshape(n, batch * length, self.width)
         if self.n_layers == 2:
-            return self._forward_deep(z2, batch)
-        # Q, K and V in one product with the three projections side by side.
-        dk = self.d_k
-        qkv = z2 @ np.concatenate([p["w_q"], p["w_k"], p["w_v"]], axis=-1)
-        q = qkv[:, :, :dk].reshape(n * batch, length, dk)
-        k = qkv[:, :, dk : 2 * dk].reshape(n * batch, length, dk)
-        v = qkv[:, :, 2 * dk :].reshape(n * batch, length, self.d_v)
-        a = _softmax_last(q @ k.transpose(0, 2, 1) / math.sqrt(self.d_k))
+            return self._forward_deep(z2, batch, p)
+        q, k, v, w_qkv = self._project(z2, p, "", batch)
+        a = _softmax_inplace(q @ k.transpose(0, 2, 1))
         # Mean pooling of A V equals the column means of A applied to V.
-        a_bar = _row_sum(a.transpose(0, 2, 1).reshape(-1, length)).reshape(n * batch, length)
+        a_bar = np.add.reduce(a, axis=1)  # (n * batch, L)
         a_bar /= length
         h = (a_bar[:, None, :] @ v).reshape(n, batch, self.d_v)
         logits = h @ p["w_out"] + p["b_out"][:, None, :]
-        cache = {"z2": z2, "q": q, "k": k, "v": v, "a": a, "a_bar": a_bar, "h": h}
+        cache = {"z2": z2, "q": q, "k": k, "v": v, "a": a, "a_bar": a_bar, "h": h, "w_qkv": w_qkv}
         return logits, cache
 
+    def _project(
+        self, z2: np.ndarray, p: dict[str, np.ndarray], suffix: str, batch: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Queries (already divided by :math:`\\sqrt{d_k}`), keys and values of one layer.
+
+        The three projections are applied in one product, side by side;
+        each comes back ``(copies * batch, L, width)``, with the joint weight.
+        """
+        n, length, dk = z2.shape[0], self.length, self.d_k
+        w_qkv = np.concatenate([p["w_q" + suffix], p["w_k" + suffix], p["w_v" + suffix]], -1)
+        qkv = (z2 @ w_qkv).reshape(n * batch, length, w_qkv.shape[-1])
+        q = qkv[:, :, :dk] * np.asarray(1.0 / math.sqrt(dk), dtype=qkv.dtype)
+        return q, qkv[:, :, dk : 2 * dk], qkv[:, :, 2 * dk :], w_qkv
+
     def _layer(
-        self, z2: np.ndarray, suffix: str, batch: int
+        self, z2: np.ndarray, p: dict[str, np.ndarray], suffix: str, batch: int
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """One attention layer of the residual stream: ``A (z W_V)``, ``(n, batch * L, d_v)``."""
-        p, n, length, dk = self.params, self.n_models, self.length, self.d_k
-        w_qkv = np.concatenate([p["w_q" + suffix], p["w_k" + suffix], p["w_v" + suffix]], -1)
-        qkv = z2 @ w_qkv
-        q = qkv[:, :, :dk].reshape(n * batch, length, dk)
-        k = qkv[:, :, dk : 2 * dk].reshape(n * batch, length, dk)
-        v = qkv[:, :, 2 * dk :].reshape(n * batch, length, self.d_v)
-        a = _softmax_last(q @ k.transpose(0, 2, 1) / math.sqrt(dk))
-        h = (a @ v).reshape(n, batch * length, self.d_v)
+        n = z2.shape[0]
+        q, k, v, w_qkv = self._project(z2, p, suffix, batch)
+        a = _softmax_inplace(q @ k.transpose(0, 2, 1))
+        h = (a @ v).reshape(n, batch * self.length, self.d_v)
         return h, {"z2": z2, "q": q, "k": k, "v": v, "a": a, "w_qkv": w_qkv}
+
+    def _projection_backward(
+        self,
+        d_s: np.ndarray,
+        d_values: Any,
+        c: dict[str, np.ndarray],
+        suffix: str,
+        batch: int,
+        grads: dict,
+    ) -> np.ndarray:
+        """From ``d loss / d scores`` and a writer of ``d loss / d V`` to the layer's input.
+
+        Writes the gradients of the three projections into ``grads`` and
+        returns ``d loss / d z``, ``(n, batch * L, width)``. ``d_values(out)``
+        fills ``out`` (a view, ``(n * batch, L, d_v)``) with ``d loss / d V``.
+        """
+        n, length, dk = c["z2"].shape[0], self.length, self.d_k
+        w_qkv = c["w_qkv"]
+        d_qkv = np.empty((n, batch * length, w_qkv.shape[-1]), dtype=d_s.dtype)
+        d3 = d_qkv.reshape(n * batch, length, -1)
+        # S = (Q / sqrt(d_k)) K^T, so dQ = dS K / sqrt(d_k) and dK = dS^T (Q / sqrt(d_k)).
+        np.matmul(d_s, c["k"], out=d3[:, :, :dk])
+        d3[:, :, :dk] *= np.asarray(1.0 / math.sqrt(dk), dtype=d_s.dtype)
+        np.matmul(d_s.transpose(0, 2, 1), c["q"], out=d3[:, :, dk : 2 * dk])
+        d_values(d3[:, :, 2 * dk :])
+        g_qkv = c["z2"].transpose(0, 2, 1) @ d_qkv
+        grads["w_q" + suffix] = g_qkv[:, :, :dk]
+        grads["w_k" + suffix] = g_qkv[:, :, dk : 2 * dk]
+        grads["w_v" + suffix] = g_qkv[:, :, 2 * dk :]
+        return d_qkv @ w_qkv.transpose(0, 2, 1)
 
     def _layer_backward(
         self, d_h: np.ndarray, c: dict[str, np.ndarray], suffix: str, batch: int, grads: dict
     ) -> np.ndarray:
         """Gradients of one layer's projections (into ``grads``) and ``d loss / d z``."""
-        n, length, dk = self.n_models, self.length, self.d_k
+        n, length = c["z2"].shape[0], self.length
         d_h = d_h.reshape(n * batch, length, self.d_v)
-        a, q, k, v = c["a"], c["q"], c["k"], c["v"]
-        d_a = d_h @ v.transpose(0, 2, 1)
-        d_val = (a.transpose(0, 2, 1) @ d_h).reshape(n, batch * length, self.d_v)
-        weighted = (a * d_a).reshape(-1, length)
-        d_s = a * (d_a - _row_sum(weighted).reshape(n * batch, length, 1))
-        d_s /= math.sqrt(dk)
-        d_q = (d_s @ k).reshape(n, batch * length, dk)
-        d_k = (d_s.transpose(0, 2, 1) @ q).reshape(n, batch * length, dk)
-        d_qkv = np.concatenate([d_q, d_k, d_val], axis=-1)
-        g_qkv = c["z2"].transpose(0, 2, 1) @ d_qkv
-        grads["w_q" + suffix] = g_qkv[:, :, :dk]
-        grads["w_k" + suffix] = g_qkv[:, :, dk : 2 * dk]
-        grads["w_v" + suffix] = g_qkv[:, :, 2 * dk :]
-        return d_qkv @ c["w_qkv"].transpose(0, 2, 1)
+        a = c["a"]
+        # Softmax rows: dS = A * (dA - sum_m A dA), computed in place in dA.
+        d_s = d_h @ c["v"].transpose(0, 2, 1)
+        d_s -= _row_sum((a * d_s).reshape(-1, length)).reshape(n * batch, length, 1)
+        d_s *= a
+        return self._projection_backward(
+            d_s, lambda out: np.matmul(a.transpose(0, 2, 1), d_h, out=out), c, suffix, batch, grads
+        )
 
-    def _forward_deep(self, z2: np.ndarray, batch: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def _forward_deep(
+        self, z2: np.ndarray, batch: int, p: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Two layers on a residual stream, mean pooling of the stream, read-out."""
-        p, n, length = self.params, self.n_models, self.length
-        h1, c1 = self._layer(z2, "", batch)
+        n, length = z2.shape[0], self.length
+        h1, c1 = self._layer(z2, p, "", batch)
         z_mid = z2 + h1
-        h2, c2 = self._layer(z_mid, "2", batch)
+        h2, c2 = self._layer(z_mid, p, "2", batch)
         top = (z_mid + h2).reshape(n * batch, length, self.width)
         pooled = (np.full((1, length), 1.0 / length, dtype=top.dtype) @ top).reshape(
             n, batch, self.width
@@ -490,14 +553,22 @@ class AttentionClassifier:
         return self._accuracy(tokens, self._check_labels(labels, tokens))
 
     def _accuracy(self, tokens: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        # In chunks of sequences, so that long sequences and many copies fit in memory.
-        chunk = max(1, 2**16 // (self.n_models * self.length))
+        # In groups of copies and chunks of sequences, so that every pass stays
+        # in the processor's cache and long sequences fit in memory.
+        n, length = self.n_models, self.length
         batch = tokens.shape[-2]
-        correct = np.zeros(self.n_models)
-        for start in range(0, batch, chunk):
-            part = tokens[..., start : start + chunk, :]
-            predicted = self._forward(part)[0].argmax(axis=-1)
-            correct += (predicted == labels[..., start : start + chunk]).sum(axis=-1)
+        tokens = np.broadcast_to(tokens, (n, batch, length))
+        labels = np.broadcast_to(labels, (n, batch))
+        chunk = min(batch, max(1, _GROUP_ENTRIES // (length * length)))
+        copies = max(1, min(n, _GROUP_ENTRIES // (chunk * length * length)))
+        correct = np.zeros(n)
+        for first in range(0, n, copies):
+            group = slice(first, first + copies)
+            p = {name: value[group] for name, value in self.params.items()}
+            for start in range(0, batch, chunk):
+                rows = slice(start, start + chunk)
+                predicted = self._forward(tokens[group, rows], p)[0].argmax(axis=-1)
+                correct[group] += (predicted == labels[group, rows]).sum(axis=-1)
         return correct / batch
 
     def loss(self, tokens: Any, labels: Any) -> np.ndarray:
@@ -538,12 +609,32 @@ class AttentionClassifier:
     def _loss_and_gradients(
         self, tokens: np.ndarray, labels: np.ndarray
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        p = self.params
         n, length = self.n_models, self.length
         batch = tokens.shape[-2]
         tokens = np.broadcast_to(tokens, (n, batch, length))
         labels = np.broadcast_to(labels, (n, batch))
-        logits, c = self._forward(tokens)
+        groups = self._groups(batch)
+        if len(groups) == 1:
+            loss, grads = self._group_gradients(self.params, tokens, labels)
+            return loss, {name: grads[name] for name in self.params}
+        # Each group of copies on its own (the copies never interact), into
+        # arrays for the whole stack.
+        loss = np.empty(n, dtype=self.dtype)
+        grads = {name: np.empty_like(value) for name, value in self.params.items()}
+        for group in groups:
+            p = {name: value[group] for name, value in self.params.items()}
+            loss[group], part = self._group_gradients(p, tokens[group], labels[group])
+            for name, value in part.items():
+                grads[name][group] = value
+        return loss, grads
+
+    def _group_gradients(
+        self, p: dict[str, np.ndarray], tokens: np.ndarray, labels: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Loss and every gradient of the copies in ``p``."""
+        n, length = p["w_out"].shape[0], self.length
+        batch = tokens.shape[-2]
+        logits, c = self._forward(tokens, p)
         log_probs = _log_softmax_last(logits)
         picked = (np.arange(n)[:, None], np.arange(batch)[None, :], labels)
         loss = -log_probs[picked].mean(axis=-1)
@@ -565,42 +656,39 @@ class AttentionClassifier:
             d_mid = d_top + self._layer_backward(d_top, c["layer2"], "2", batch, grads)
             d_z = d_mid + self._layer_backward(d_mid, c["layer1"], "", batch, grads)
             self._embedding_gradients(d_z, tokens, grads)
-            return loss, {name: grads[name] for name in p}
+            return loss, grads
         d_h = (d_logits @ p["w_out"].transpose(0, 2, 1)).reshape(n * batch, self.d_v, 1)
 
-        # Pooling: h = a_bar @ v, with a_bar the column means of A.
-        a, v, q, k = c["a"], c["v"], c["q"], c["k"]
-        d_a_bar = (v @ d_h)[:, :, 0]  # (n * batch, L)
-        d_v = c["a_bar"][:, :, None] * d_h.transpose(0, 2, 1)  # (n * batch, L, d_v)
-        d_a = d_a_bar[:, None, :] / length  # the same for every query row
-        # Softmax rows: dS = A * (dA - sum_m A dA).
-        weighted = (a * d_a).reshape(-1, length)
-        d_s = a * (d_a - _row_sum(weighted).reshape(n * batch, length, 1))
-        d_s /= math.sqrt(self.d_k)
-        d_q = (d_s @ k).reshape(n, batch * length, self.d_k)
-        d_k = (d_s.transpose(0, 2, 1) @ q).reshape(n, batch * length, self.d_k)
-        d_v = d_v.reshape(n, batch * length, self.d_v)
+        # Pooling: h = a_bar @ v, with a_bar the column means of A; every query
+        # row of A receives the same d loss / d A, the row d_a.
+        a = c["a"]
+        d_a = (c["v"] @ d_h)[:, :, 0]  # (n * batch, L)
+        d_a /= length
+        # Softmax rows: dS = A * (dA - sum_m A dA); the sum is a matrix-vector product.
+        d_s = d_a[:, None, :] - a @ d_a[:, :, None]
+        d_s *= a
 
-        # The three projections side by side, as in the forward pass.
-        d_qkv = np.concatenate([d_q, d_k, d_v], axis=-1)
-        g_qkv = c["z2"].transpose(0, 2, 1) @ d_qkv
-        dk = self.d_k
-        grads["w_q"] = g_qkv[:, :, :dk]
-        grads["w_k"] = g_qkv[:, :, dk : 2 * dk]
-        grads["w_v"] = g_qkv[:, :, 2 * dk :]
-        w_qkv = np.concatenate([p["w_q"], p["w_k"], p["w_v"]], axis=-1)
-        d_z = d_qkv @ w_qkv.transpose(0, 2, 1)  # (n, batch * L, width)
+        def d_values(out: np.ndarray) -> None:
+            np.multiply(c["a_bar"][:, :, None], d_h.transpose(0, 2, 1), out=out)
+
+        d_z = self._projection_backward(d_s, d_values, c, "", batch, grads)
         self._embedding_gradients(d_z, tokens, grads)
-        return loss, {name: grads[name] for name in p}
+        return loss, grads
 
     def _embedding_gradients(self, d_z: np.ndarray, tokens: np.ndarray, grads: dict) -> None:
-        """Gradients of the token (and learned position) tables from ``d loss / d Z``."""
-        n, length = self.n_models, self.length
+        """Gradients of the token (and learned position) tables from ``d loss / d Z``.
+
+        The token gradient sums the rows of ``d loss / d X`` that belong to
+        each token, copy by copy: one weighted count (``numpy.bincount``, which
+        adds in float64, in the order of the rows) over every copy, token and column.
+        """
+        n, length, width = d_z.shape[0], self.length, self.d_token
         batch = tokens.shape[-2]
-        one_hot = np.zeros((n, batch * length, self.vocab_size), dtype=d_z.dtype)
-        one_hot[np.arange(n)[:, None], np.arange(batch * length), tokens.reshape(n, -1)] = 1.0
-        d_x = d_z[:, :, : self.d_token]
-        grads["token_embedding"] = one_hot.transpose(0, 2, 1) @ d_x
+        rows = tokens.reshape(n, batch * length) + (np.arange(n) * self.vocab_size)[:, None]
+        index = (rows[:, :, None] * width + np.arange(width)).reshape(-1)
+        d_x = d_z[:, :, :width].reshape(-1)
+        total = np.bincount(index, weights=d_x, minlength=n * self.vocab_size * width)
+        grads["token_embedding"] = total.reshape(n, self.vocab_size, width).astype(d_z.dtype)
         if self.embedding_scale != 1.0:
             grads["token_embedding"] *= self.embedding_scale
         if self.position == "learned":
