@@ -209,3 +209,21 @@ def test_unknown_citations_are_refused(tmp_path):
         nb["cells"].append(md(text))
         with pytest.raises(ValueError, match=match):
             lab_compat.transform(nb, tmp_path, macros={}, others={})
+
+
+def test_solution_directives_stand_alone_so_jupyterlab_can_collapse_the_solution():
+    """A solution shares no cell with its gate, or JupyterLab could not hide it alone."""
+    shared = []
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for i, cell in enumerate(nb["cells"]):
+            text = "".join(cell["source"])
+            if "{solution-start}" in text or "{solution-end}" in text:
+                rest = [
+                    line
+                    for line in text.splitlines()
+                    if line.strip() and not line.startswith(("```", ":class:", ":label:"))
+                ]
+                if rest:
+                    shared.append(f"{path.name} cell {i}")
+    assert shared == []

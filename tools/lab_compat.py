@@ -13,7 +13,9 @@ the book ignores:
 * **kernelspec**: set to the one ``ipykernel`` installs (``display_name``
   "Python 3 (ipykernel)"), so that JupyterLab does not mark a notebook as
   modified the moment it opens it.
-* **Solutions**: every cell between a ``{solution-start}`` cell and its
+* **Solutions**: a ``{solution-start}`` or ``{solution-end}`` directive that
+  shares a markdown cell with text is split into a cell of its own; then
+  every cell between a ``{solution-start}`` cell and its
   ``{solution-end}`` cell gets JupyterLab's ``jupyter.source_hidden`` (and, for
   code, ``jupyter.outputs_hidden``) flag, so the solution is collapsed until
   the reader clicks it open, as the book's dropdown is. myst-nb and
@@ -56,6 +58,7 @@ the book ignores:
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import re
 import sys
@@ -81,6 +84,35 @@ def _source(cell: dict) -> str:
 def _set_flag(cell: dict, key: str, value: bool) -> None:
     jupyter = cell.setdefault("metadata", {}).setdefault("jupyter", {})
     jupyter[key] = value
+
+
+_GATE = re.compile(
+    r"((?:```+|:::+)\{solution-(?:start|end)\}[^\n]*\n"  # the directive's first line,
+    r"(?::[\w-]+:[^\n]*\n)*"  # its options,
+    r"(?:```+|:::+)[ \t]*(?:\n|$))"  # and its closing fence
+)
+
+
+def split_solution_gates(cells: list[dict]) -> list[dict]:
+    """Give every ``{solution-start}``/``{solution-end}`` directive a cell of its own.
+
+    JupyterLab hides whole cells: text sharing a cell with the gate would stay
+    in view. The book reads the gates the same way in one cell or several.
+    """
+    out = []
+    for cell in cells:
+        text = _source(cell)
+        markdown = cell["cell_type"] == "markdown"
+        parts = [p for p in _GATE.split(text) if p.strip()] if markdown else []
+        if len(parts) <= 1:
+            out.append(cell)
+            continue
+        for k, part in enumerate(parts):
+            piece = copy.deepcopy(cell)
+            piece["id"] = cell["id"] if k == 0 else f"{cell['id'][:56]}-s{k}"
+            piece["source"] = part.strip("\n").splitlines(keepends=True)
+            out.append(piece)
+    return out
 
 
 def collapse_solutions(cells: list[dict]) -> None:
@@ -430,6 +462,7 @@ def transform(
     nb.setdefault("metadata", {})["kernelspec"] = dict(KERNELSPEC)
     nb["cells"] = caption_figures(nb["cells"])
     nb["cells"] = front_matter(nb["cells"], book_macros() if macros is None else macros)
+    nb["cells"] = split_solution_gates(nb["cells"])
     collapse_solutions(nb["cells"])
     link_pages(nb["cells"], folder)
     link_citations(nb["cells"], citation_labels())
