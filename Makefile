@@ -149,9 +149,12 @@ browser-test: $(STAMP) system-deps
 experiments: experiments-ch7
 
 # Chapter 7: every position method trained at one length and tested at 1x, 2x, 4x,
-# plus the RoPE context extensions, in two worker processes with a progress bar.
+# plus the RoPE context extensions, in two worker processes with a progress bar;
+# then the same grid with learning rates chosen by validation loss (the chapter's
+# sensitivity analysis).
 experiments-ch7: $(STAMP)
 	$(BIN)/python -m posenc.extrapolation results/ch7_extrapolation.json
+	$(BIN)/python -m posenc.extrapolation results/ch7_rate_by_loss.json --rate-selection loss
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks chapters assignments _ext tools

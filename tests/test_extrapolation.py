@@ -2,6 +2,7 @@
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from posenc.extrapolation import (
     accuracy_at,
     budget_summary,
     build_model,
+    classify,
     config_from_dict,
     drop_tests,
     extension_summary,
@@ -28,6 +30,8 @@ from posenc.extrapolation import (
 )
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "ch7_extrapolation.json"
+# The sensitivity analysis: the same grid, rates chosen by validation loss.
+BY_LOSS = RESULTS.with_name("ch7_rate_by_loss.json")
 
 
 def test_paired_interval_matches_scipy():
@@ -145,16 +149,19 @@ def test_drop_beyond_train_is_the_undiluted_change():
         drop_tests(config, cells, beyond_train=1)
 
 
-def _chosen(scores: dict, rates) -> float:
-    """The rate with the best score, ties to the smaller one (the design's rule)."""
-    return max(rates, key=lambda r: (scores[repr(r)], -r))
+def _chosen(cell: dict, rates, rule: str = "accuracy") -> float:
+    """The rate the rule picks: best accuracy (ties to the smaller rate) or lowest loss."""
+    if rule == "loss":
+        return min(rates, key=lambda r: (cell["validation_loss"][repr(r)], r))
+    return max(rates, key=lambda r: (cell["validation"][repr(r)], -r))
 
 
-def test_committed_results_follow_the_design():
-    """The file was written by the design of ExtrapolationConfig, within 15 minutes."""
-    payload = json.loads(RESULTS.read_text())
+@pytest.mark.parametrize(("path", "rule"), [(RESULTS, "accuracy"), (BY_LOSS, "loss")])
+def test_committed_results_follow_the_design(path, rule):
+    """Each file was written by the design of ExtrapolationConfig (with its rate rule)."""
+    payload = json.loads(path.read_text())
     config = config_from_dict(payload["config"])
-    assert config == ExtrapolationConfig()
+    assert config == ExtrapolationConfig(rate_selection=rule)
     assert payload["seconds"] < 15 * 60 and payload["jobs"] == 2
     assert [(c["task"], c["method"]) for c in payload["cells"]] == [
         (t, m) for t in config.tasks for m in config.methods
@@ -162,7 +169,7 @@ def test_committed_results_follow_the_design():
     for cell in payload["cells"]:
         assert set(cell["budget"]) == {str(s) for s in config.budget}
         assert cell["accuracy"] == cell["budget"][str(config.steps)]
-        assert cell["learning_rate"] == _chosen(cell["validation"], config.learning_rates)
+        assert cell["learning_rate"] == _chosen(cell, config.learning_rates, config.rate_selection)
         if cell["method"] != "rope":
             continue
         assert set(cell["ntk_sweep"]) == {repr(float(a)) for a in config.ntk_alphas}
@@ -170,7 +177,7 @@ def test_committed_results_follow_the_design():
         assert set(cell["extensions"]) == {f"{e}@{f}" for e in config.extensions for f in factors}
         for key, chosen in cell["finetune_selection"].items():
             rates = config.finetune_learning_rates
-            assert chosen["learning_rate"] == _chosen(chosen["validation"], rates), key
+            assert chosen["learning_rate"] == _chosen(chosen, rates, config.rate_selection), key
 
 
 def test_summaries_read_the_same_numbers():
@@ -214,13 +221,27 @@ def test_a_small_design_end_to_end():
     cell = run_cell(config, "offset", "rope", progress=work.append)
     assert sum(work) == pytest.approx(total_steps(config))
     assert cell["validation_seeds"] == [1000, 1001, 1100, 1101]
-    assert cell["learning_rate"] == _chosen(cell["validation"], config.learning_rates)
+    assert cell["learning_rate"] == _chosen(cell, config.learning_rates, config.rate_selection)
     assert set(cell["budget"]) == {"3", "6"} and len(cell["accuracy"]) == 2
     assert set(cell["finetune"]) == {"linear@2", "none@2", "linear@4", "none@4"}
     summary = extension_summary(config, [cell])["offset"]
     assert set(summary) == set(EXTENSION_VARIANTS)
     with pytest.raises(ValueError, match="checkpoints"):
         run_cell(ExtrapolationConfig(steps=6, checkpoints=(3, 9)), "offset", "nope")
+
+
+def test_the_rate_is_chosen_by_either_rule():
+    """Both rules read the same validation copies; each picks by its own measure."""
+    config = ExtrapolationConfig(
+        steps=4, checkpoints=(4,), seeds=(0,), learning_rates=(1e-3, 1e-2), n_test=4
+    )
+    by_accuracy = run_cell(config, "first", "nope", extras=False)
+    assert by_accuracy["learning_rate"] == _chosen(by_accuracy, config.learning_rates)
+    by_loss = run_cell(replace(config, rate_selection="loss"), "first", "nope", extras=False)
+    assert by_loss["validation_loss"] == by_accuracy["validation_loss"]  # same copies
+    assert by_loss["learning_rate"] == _chosen(by_loss, config.learning_rates, "loss")
+    with pytest.raises(ValueError, match="rate_selection"):
+        ExtrapolationConfig(rate_selection="best")
 
 
 def test_subset_copies_and_relabels():
@@ -236,3 +257,17 @@ def test_subset_copies_and_relabels():
         model.subset([3])
     with pytest.raises(ValueError, match="one seed per copy"):
         model.subset([0, 1], seeds=(5,))
+
+
+def test_classify_gives_every_verdict_of_the_design():
+    def row(p, p_tost, low, high):
+        return {"p_holm": p, "p_tost_holm": p_tost, "low": low, "high": high}
+
+    assert classify(row(0.01, 0.01, -0.03, -0.01), 0.05) == "small change"
+    assert classify(row(0.01, 0.50, -0.08, -0.02), 0.05) == "change"
+    assert classify(row(0.01, 0.90, -0.30, -0.06), 0.05) == "change beyond the margin"
+    assert classify(row(0.01, 0.90, 0.06, 0.30), 0.05) == "change beyond the margin"
+    assert classify(row(0.40, 0.01, -0.01, 0.01), 0.05) == "no change"
+    assert classify(row(0.40, 0.40, -0.10, 0.08), 0.05) == "inconclusive"
+    with pytest.raises(ValueError, match="margin"):
+        classify(row(0.4, 0.4, 0, 0), -0.05)

@@ -45,6 +45,7 @@ __all__ = [
     "accuracy_at",
     "budget_summary",
     "build_model",
+    "classify",
     "config_from_dict",
     "drop_tests",
     "extension_accuracies",
@@ -72,7 +73,13 @@ class ExtrapolationConfig:
     fine-tune rate ``j`` runs on labels ``10_000 (j + 1)`` plus the
     validation copy's seed. ``checkpoints`` are the numbers of updates after
     which the test accuracy is recorded (the budget curve); the last is
-    ``steps``, the budget of every other number.
+    ``steps``, the budget of every other number. ``rate_selection`` says
+    how a learning rate is chosen on validation data: by the highest mean
+    accuracy with ties to the smaller rate (``"accuracy"``, the design), or
+    by the lowest mean cross-entropy (``"loss"``, the sensitivity analysis
+    of chapter 7: where several rates reach an accuracy of 1, the first
+    rule keeps the smallest of them and the second the one that trained
+    furthest).
     """
 
     vocab_size: int = 16
@@ -96,11 +103,18 @@ class ExtrapolationConfig:
     finetune_learning_rates: tuple[float, ...] = (3e-4, 1e-3, 3e-3, 1e-2)
     ntk_alphas: tuple[float, ...] = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
     margin: float = 0.05
+    rate_selection: str = "accuracy"
     dtype: str = "float32"
     methods: tuple[str, ...] = POSITION_METHODS
     tasks: tuple[str, ...] = LENGTH_TASKS
     extensions: tuple[str, ...] = EXTENSIONS
     notes: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.rate_selection not in ("loss", "accuracy"):
+            raise ValueError(
+                f"rate_selection must be 'loss' or 'accuracy', got {self.rate_selection!r}"
+            )
 
     @property
     def max_test_length(self) -> int:
@@ -179,9 +193,31 @@ def _train(model: CausalTransformer, config: ExtrapolationConfig, task: str, lr:
     )
 
 
-def _best(rates: Sequence[float], scores: Sequence[float]) -> int:
-    """Index of the best mean validation accuracy; ties go to the smaller rate."""
-    return max(range(len(rates)), key=lambda j: (scores[j], -rates[j]))
+def _best(
+    config: ExtrapolationConfig,
+    rates: Sequence[float],
+    scores: Sequence[float],
+    losses: Sequence[float],
+) -> int:
+    """Index of the rate chosen by ``config.rate_selection``; exact ties go to the smaller rate.
+
+    Several rates often reach a validation accuracy of exactly 1; the
+    accuracy rule then keeps the smallest of them, the loss rule the one
+    whose answers are most confident (usually the largest that does not
+    diverge).
+    """
+    if config.rate_selection == "accuracy":
+        return max(range(len(rates)), key=lambda j: (scores[j], -rates[j]))
+
+    def key(j: int) -> tuple[float, float]:  # a diverged (NaN) rate never wins
+        return (losses[j] if np.isfinite(losses[j]) else np.inf, rates[j])
+
+    return min(range(len(rates)), key=key)
+
+
+def _per_rate(values: np.ndarray, n_rates: int, k: int) -> list[float]:
+    """Mean over each rate's ``k`` consecutive copies."""
+    return [float(values[j * k : (j + 1) * k].mean()) for j in range(n_rates)]
 
 
 def run_cell(
@@ -198,12 +234,13 @@ def run_cell(
 
     All candidate rates are trained at once, as one stack of validation
     copies (each rate on its own seeds, :class:`ExtrapolationConfig`), and
-    the rate with the best mean validation accuracy at ``L`` after
+    the rate with the lowest mean validation loss at ``L`` after
     ``config.steps`` updates is kept. The test seeds are then trained as one
     stack, and read on the test sequences after every checkpoint.
 
-    Returns a JSON-ready dictionary: ``learning_rate``, ``validation``
-    (mean validation accuracy at ``L`` per candidate rate), ``seeds``,
+    Returns a JSON-ready dictionary: ``learning_rate``, ``validation`` and
+    ``validation_loss`` (mean validation accuracy and cross-entropy at ``L``
+    per candidate rate), ``seeds``,
     ``accuracy`` (per seed, per position up to the longest test length,
     after ``config.steps`` updates; ``None`` where not scored or, for
     learned codes, where the model cannot run), ``budget`` (the same after
@@ -232,11 +269,13 @@ def run_cell(
         )
         validation = _test_batch(config, task, config.validation_seed, length)
         per_copy = np.nanmean(candidates.accuracy_by_position(validation), axis=1)
-        scores = [float(per_copy[j * k : (j + 1) * k].mean()) for j in range(len(rates))]
-        best = _best(rates, scores)
+        scores = _per_rate(per_copy, len(rates), k)
+        losses = _per_rate(candidates.losses(validation), len(rates), k)
+        best = _best(config, rates, scores, losses)
         learning_rate = rates[best]
         chosen_copies = candidates.subset(range(best * k, (best + 1) * k))
         out["validation"] = {repr(lr): sc for lr, sc in zip(rates, scores, strict=True)}
+        out["validation_loss"] = {repr(lr): v for lr, v in zip(rates, losses, strict=True)}
         out["validation_seeds"] = val_seeds
     out["learning_rate"] = learning_rate
     out["seeds"] = list(seeds)
@@ -308,8 +347,8 @@ def _finetune(config, model, chosen, task, test, progress) -> tuple[dict, dict]:
     For each factor and variant, the fine-tune rate is chosen first: the
     validation copies of the chosen training rate (``chosen``) are
     fine-tuned at every rate of ``config.finetune_learning_rates`` as one
-    stack and read on validation sequences of ``factor * L``; the best mean
-    accuracy wins (ties to the smaller rate). The test copies are then
+    stack and read on validation sequences of ``factor * L``; the lowest mean
+    validation loss wins (exact ties to the smaller rate). The test copies are then
     fine-tuned at that rate.
     """
     d_head = config.d_model // config.n_heads
@@ -343,8 +382,9 @@ def _finetune(config, model, chosen, task, test, progress) -> tuple[dict, dict]:
                 progress=progress,
             )
             per_copy = np.nanmean(trial.accuracy_by_position(validation, frequencies=freqs), 1)
-            scores = [float(per_copy[j * k : (j + 1) * k].mean()) for j in range(len(rates))]
-            rate = rates[_best(rates, scores)]
+            scores = _per_rate(per_copy, len(rates), k)
+            losses = _per_rate(trial.losses(validation, frequencies=freqs), len(rates), k)
+            rate = rates[_best(config, rates, scores, losses)]
             tuned = copy.deepcopy(model)
             _train(
                 tuned,
@@ -362,6 +402,7 @@ def _finetune(config, model, chosen, task, test, progress) -> tuple[dict, dict]:
             selection[f"{how}@{factor}"] = {
                 "learning_rate": rate,
                 "validation": {repr(r): sc for r, sc in zip(rates, scores, strict=True)},
+                "validation_loss": {repr(r): v for r, v in zip(rates, losses, strict=True)},
             }
     return result, selection
 
@@ -745,6 +786,33 @@ def paired_interval(
     return mean, low, high, p
 
 
+def classify(row: dict[str, Any], margin: float, alpha: float = 0.05) -> str:
+    """The verdict the design allows for one tested row (Holm-adjusted p-values).
+
+    ``"change beyond the margin"`` (no change rejected, the whole 95%
+    interval outside ``±margin``), ``"change"`` (no change rejected),
+    ``"small change"`` (no change rejected and equivalence within the
+    margin shown), ``"no change"`` (equivalence shown, no change not
+    rejected) or ``"inconclusive"`` (neither).
+
+    Examples
+    --------
+    >>> classify({"p_holm": 0.001, "p_tost_holm": 0.2, "low": -0.3, "high": -0.1}, 0.05)
+    'change beyond the margin'
+    >>> classify({"p_holm": 0.3, "p_tost_holm": 0.01, "low": -0.01, "high": 0.02}, 0.05)
+    'no change'
+    """
+    margin = check_real("margin", margin, positive=True)
+    changed = row["p_holm"] < alpha
+    within = row["p_tost_holm"] < alpha
+    if changed and within:
+        return "small change"
+    if changed:
+        beyond = row["high"] < -margin or row["low"] > margin
+        return "change beyond the margin" if beyond else "change"
+    return "no change" if within else "inconclusive"
+
+
 def paired_tost(differences: Any, margin: float) -> float:
     """p-value of the two one-sided tests that the mean difference lies within ``±margin``.
 
@@ -784,7 +852,7 @@ def total_steps(config: ExtrapolationConfig) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m posenc.extrapolation OUT.json [--jobs 2]``: run the design, write the results."""
+    """``python -m posenc.extrapolation OUT.json [--jobs 2] [--rate-selection loss]``."""
     import argparse
     import sys
     import time
@@ -792,8 +860,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("out", type=Path)
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    parser.add_argument(
+        "--rate-selection",
+        choices=("accuracy", "loss"),
+        default="accuracy",
+        help="how validation data choose a learning rate (default: the design's 'accuracy')",
+    )
     args = parser.parse_args(argv)
-    config = ExtrapolationConfig()
+    config = ExtrapolationConfig(rate_selection=args.rate_selection)
     start = time.perf_counter()
     shown = [-1.0]
 

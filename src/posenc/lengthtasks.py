@@ -8,9 +8,9 @@ only: training on sequences of length exactly ``L`` with a loss at every
 position trains on every length up to ``L`` at once, and testing on a
 sequence of length ``4L`` tests every length up to ``4L`` at once.
 
-Two tasks, after the length-generalisation suites of the literature
-(the "lookup at a fixed offset" and "first token" probes of
-``McGill-NLP/length-generalization``-style benchmarks):
+Two tasks, chosen for this course (neither is taken from a published
+suite; the first is a retrieval of the token at a fixed relative offset,
+one of the task families the length-generalisation literature uses):
 
 * ``"offset"``: the target at position ``t`` is the token at ``t - k``
   (``k = offset``, default 3); positions ``t < k`` are not scored. A local,
@@ -30,7 +30,7 @@ import numpy as np
 
 from .validation import check_choice, check_integer
 
-__all__ = ["LENGTH_TASKS", "LengthBatch", "make_length_batch"]
+__all__ = ["LENGTH_TASKS", "LengthBatch", "make_length_batch", "order_blind_accuracy"]
 
 LENGTH_TASKS = ("offset", "first")
 
@@ -116,3 +116,44 @@ def make_length_batch(
         targets[..., 1:] = tokens[..., :1]
         scored[1:] = True
     return LengthBatch(tokens.astype(np.int64), targets.astype(np.int64), scored)
+
+
+def order_blind_accuracy(batch: LengthBatch) -> np.ndarray:
+    """Accuracy per position of the best answer that ignores the order of the tokens.
+
+    At position ``t`` this rule sees only which tokens occurred at positions
+    ``0 .. t - 1``, not where, and answers the most frequent of them
+    (a tie counts as a uniform guess among the tied tokens). A model that
+    has learned nothing about position can still reach this accuracy, so it
+    is a fairer floor than chance for a model that fails a positional task:
+    the answer is one of the earlier tokens, and early in the sequence there
+    are few of them.
+
+    Returns the expected share of correct answers at every position,
+    averaged over the sequences of ``batch``, ``(length,)``, NaN where not
+    scored.
+
+    Examples
+    --------
+    >>> b = make_length_batch("offset", np.random.default_rng(0), batch=1, length=5, offset=1)
+    >>> b.tokens[0].tolist()
+    [13, 10, 8, 4, 4]
+    >>> order_blind_accuracy(b).round(3).tolist()  # one earlier token, then two, three, four
+    [nan, 1.0, 0.5, 0.333, 0.25]
+    """
+    if not isinstance(batch, LengthBatch):
+        raise TypeError(f"batch must be a LengthBatch, got {type(batch).__name__}")
+    tokens = batch.tokens.reshape(-1, batch.tokens.shape[-1])
+    targets = batch.targets.reshape(tokens.shape)
+    n, length = tokens.shape
+    vocab = int(tokens.max()) + 1
+    counts = np.zeros((n, vocab), dtype=np.int64)
+    rows = np.arange(n)
+    out = np.full(length, np.nan)
+    for t in range(length):
+        if batch.scored[t] and t > 0:
+            tied = counts == counts.max(axis=1, keepdims=True)
+            hit = tied[rows, targets[:, t]] / tied.sum(axis=1)
+            out[t] = hit.mean()
+        np.add.at(counts, (rows, tokens[:, t]), 1)
+    return out
