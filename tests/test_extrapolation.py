@@ -19,10 +19,12 @@ from posenc.extrapolation import (
     classify,
     config_from_dict,
     drop_tests,
+    drop_unlearned_seeds,
     extension_summary,
     holm,
     length_summary,
     ntk_sweep_summary,
+    paired_beyond,
     paired_interval,
     paired_tost,
     run_cell,
@@ -260,14 +262,51 @@ def test_subset_copies_and_relabels():
 
 
 def test_classify_gives_every_verdict_of_the_design():
-    def row(p, p_tost, low, high):
-        return {"p_holm": p, "p_tost_holm": p_tost, "low": low, "high": high}
+    def row(p, p_tost, p_beyond):
+        return {"p_holm": p, "p_tost_holm": p_tost, "p_beyond_holm": p_beyond}
 
-    assert classify(row(0.01, 0.01, -0.03, -0.01), 0.05) == "small change"
-    assert classify(row(0.01, 0.50, -0.08, -0.02), 0.05) == "change"
-    assert classify(row(0.01, 0.90, -0.30, -0.06), 0.05) == "change beyond the margin"
-    assert classify(row(0.01, 0.90, 0.06, 0.30), 0.05) == "change beyond the margin"
-    assert classify(row(0.40, 0.01, -0.01, 0.01), 0.05) == "no change"
-    assert classify(row(0.40, 0.40, -0.10, 0.08), 0.05) == "inconclusive"
+    assert classify(row(0.01, 0.01, 0.9), 0.05) == "small change"
+    assert classify(row(0.01, 0.50, 0.20), 0.05) == "change"
+    assert classify(row(0.01, 0.90, 0.01), 0.05) == "change beyond the margin"
+    assert classify(row(0.40, 0.01, 1.0), 0.05) == "no change"
+    assert classify(row(0.40, 0.40, 0.5), 0.05) == "inconclusive"
     with pytest.raises(ValueError, match="margin"):
-        classify(row(0.4, 0.4, 0, 0), -0.05)
+        classify(row(0.4, 0.4, 1.0), -0.05)
+
+
+def test_paired_beyond_is_a_one_sided_test_against_the_margin():
+    """Beyond the margin on the side of the mean: a t test against -margin or +margin."""
+    rng = np.random.default_rng(1)
+    loss = -0.1 + 0.05 * rng.standard_normal(20)
+    expected = stats.ttest_1samp(loss, -0.05, alternative="less").pvalue
+    assert paired_beyond(loss, 0.05) == pytest.approx(expected, rel=1e-10)
+    gain = 0.1 + 0.05 * rng.standard_normal(20)
+    expected = stats.ttest_1samp(gain, 0.05, alternative="greater").pvalue
+    assert paired_beyond(gain, 0.05) == pytest.approx(expected, rel=1e-10)
+    assert paired_beyond([-0.25, -0.25, -0.25], 0.05) == 0.0
+    assert paired_beyond([0.0, 0.0], 0.05) == 1.0
+    with pytest.raises(ValueError, match="differences"):
+        paired_beyond([0.1], 0.05)
+
+
+def test_drop_unlearned_seeds_removes_only_failed_seeds_of_gated_cells():
+    """Every per-seed record loses the same rows; cells below the gate are untouched."""
+    config = ExtrapolationConfig(seeds=(0, 1, 2), factors=(1, 2), train_length=4)
+    good, bad = [None, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5], [None, 0.2, 0.2, 0.2, 0.1] + [0.1] * 3
+    gated = {
+        "task": "offset",
+        "method": "rope",
+        "seeds": [0, 1, 2],
+        "accuracy": [good, bad, good],
+        "budget": {"5": [good, bad, good]},
+        "extensions": {"ntk@2": [good, bad, good]},
+        "finetune": {"linear@2": [bad, bad, good]},
+    }
+    failed = dict(gated, method="nope", accuracy=[bad, bad, good])
+    kept, untouched = drop_unlearned_seeds(config, [gated, failed], gate=0.6)
+    assert kept["seeds"] == [0, 2] and kept["accuracy"] == [good, good]
+    assert kept["budget"]["5"] == [good, good] and kept["extensions"]["ntk@2"] == [good, good]
+    assert kept["finetune"]["linear@2"] == [bad, good]
+    assert untouched is failed and gated["seeds"] == [0, 1, 2]
+    with pytest.raises(ValueError, match="gate"):
+        drop_unlearned_seeds(config, [gated], gate=1.5)

@@ -48,6 +48,7 @@ __all__ = [
     "classify",
     "config_from_dict",
     "drop_tests",
+    "drop_unlearned_seeds",
     "extension_accuracies",
     "extension_summary",
     "extension_tests",
@@ -55,6 +56,7 @@ __all__ = [
     "length_summary",
     "load_results",
     "ntk_sweep_summary",
+    "paired_beyond",
     "paired_interval",
     "paired_tost",
     "run_cell",
@@ -234,8 +236,8 @@ def run_cell(
 
     All candidate rates are trained at once, as one stack of validation
     copies (each rate on its own seeds, :class:`ExtrapolationConfig`), and
-    the rate with the lowest mean validation loss at ``L`` after
-    ``config.steps`` updates is kept. The test seeds are then trained as one
+    the rate that ``config.rate_selection`` prefers on validation sequences
+    of length ``L`` after ``config.steps`` updates is kept. The test seeds are then trained as one
     stack, and read on the test sequences after every checkpoint.
 
     Returns a JSON-ready dictionary: ``learning_rate``, ``validation`` and
@@ -347,8 +349,8 @@ def _finetune(config, model, chosen, task, test, progress) -> tuple[dict, dict]:
     For each factor and variant, the fine-tune rate is chosen first: the
     validation copies of the chosen training rate (``chosen``) are
     fine-tuned at every rate of ``config.finetune_learning_rates`` as one
-    stack and read on validation sequences of ``factor * L``; the lowest mean
-    validation loss wins (exact ties to the smaller rate). The test copies are then
+    stack and read on validation sequences of ``factor * L``; the rate
+    ``config.rate_selection`` prefers wins. The test copies are then
     fine-tuned at that rate.
     """
     d_head = config.d_model // config.n_heads
@@ -584,8 +586,10 @@ def drop_tests(
     Only methods whose mean accuracy at ``L`` reaches ``gate`` are tested (a
     method that has not learned the task has nothing to lose). For each, the
     paired per-seed difference ``acc(factor L) - acc(L)``, its 95% interval,
-    the p-value of no change, and the TOST p-value of a change within
-    ``± config.margin``; both families Holm-corrected over every row.
+    the p-value of no change, the TOST p-value of a change within
+    ``± config.margin`` and the one-sided p-value of a change beyond it
+    (:func:`paired_beyond`); each of the three families Holm-corrected over
+    every row.
 
     With ``beyond_train=True``, the longer length is scored only on the
     positions ``>= L`` (those never seen in training), so the difference is
@@ -621,16 +625,50 @@ def drop_tests(
                         "high": high,
                         "p": p,
                         "p_tost": paired_tost(diff, config.margin),
+                        "p_beyond": paired_beyond(diff, config.margin),
                     }
                 )
     _add_holm(rows)
     return rows
 
 
+def drop_unlearned_seeds(
+    config: ExtrapolationConfig, cells: Sequence[dict[str, Any]], *, gate: float = 0.95
+) -> list[dict[str, Any]]:
+    """The cells, each gated cell without its seeds below ``gate`` at ``L``.
+
+    A cell passes the gate on its mean over seeds, so a seed that never
+    learned the task can still enter the tests of a method that did; this
+    copy leaves such seeds out of every per-seed record (main accuracy,
+    budget, extensions, fine-tunes, NTK sweep), to check that a verdict does
+    not rest on them. Cells below the gate are returned unchanged.
+    """
+    gate = check_real("gate", gate, minimum=0.0, maximum=1.0)
+    out = []
+    for cell in cells:
+        base = accuracy_at(cell["accuracy"], config.train_length)
+        keep = base >= gate
+        if np.isnan(base).any() or base.mean() < gate or keep.all():
+            out.append(cell)
+            continue
+        rows = np.flatnonzero(keep)
+
+        def pick(table: list, rows: np.ndarray = rows) -> list:
+            return [table[i] for i in rows]
+
+        new = dict(cell, seeds=pick(cell["seeds"]), accuracy=pick(cell["accuracy"]))
+        new["budget"] = {k: pick(v) for k, v in cell["budget"].items()}
+        for key in ("extensions", "finetune", "ntk_sweep"):
+            if key in cell:
+                new[key] = {k: pick(v) for k, v in cell[key].items()}
+        out.append(new)
+    return out
+
+
 def _add_holm(rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
-    for key in ("p", "p_tost"):
+    for key in ("p", "p_tost", "p_beyond"):
         for row, adjusted in zip(rows, holm([r[key] for r in rows]), strict=True):
             row[f"{key}_holm"] = float(adjusted)
 
@@ -711,6 +749,7 @@ def extension_tests(
                         "high": high,
                         "p": p,
                         "p_tost": paired_tost(acc[a] - acc[b], config.margin),
+                        "p_beyond": paired_beyond(acc[a] - acc[b], config.margin),
                     }
                 )
     _add_holm(rows)
@@ -789,17 +828,18 @@ def paired_interval(
 def classify(row: dict[str, Any], margin: float, alpha: float = 0.05) -> str:
     """The verdict the design allows for one tested row (Holm-adjusted p-values).
 
-    ``"change beyond the margin"`` (no change rejected, the whole 95%
-    interval outside ``±margin``), ``"change"`` (no change rejected),
+    ``"change beyond the margin"`` (no change rejected, and a change within
+    ``±margin`` rejected by the one-sided test of :func:`paired_beyond`,
+    ``p_beyond_holm``), ``"change"`` (no change rejected),
     ``"small change"`` (no change rejected and equivalence within the
     margin shown), ``"no change"`` (equivalence shown, no change not
     rejected) or ``"inconclusive"`` (neither).
 
     Examples
     --------
-    >>> classify({"p_holm": 0.001, "p_tost_holm": 0.2, "low": -0.3, "high": -0.1}, 0.05)
+    >>> classify({"p_holm": 0.001, "p_tost_holm": 0.9, "p_beyond_holm": 0.01}, 0.05)
     'change beyond the margin'
-    >>> classify({"p_holm": 0.3, "p_tost_holm": 0.01, "low": -0.01, "high": 0.02}, 0.05)
+    >>> classify({"p_holm": 0.3, "p_tost_holm": 0.01, "p_beyond_holm": 1.0}, 0.05)
     'no change'
     """
     margin = check_real("margin", margin, positive=True)
@@ -808,9 +848,36 @@ def classify(row: dict[str, Any], margin: float, alpha: float = 0.05) -> str:
     if changed and within:
         return "small change"
     if changed:
-        beyond = row["high"] < -margin or row["low"] > margin
-        return "change beyond the margin" if beyond else "change"
+        return "change beyond the margin" if row["p_beyond_holm"] < alpha else "change"
     return "no change" if within else "inconclusive"
+
+
+def paired_beyond(differences: Any, margin: float) -> float:
+    """One-sided p-value that the mean difference lies beyond ``±margin``, on the side of its sign.
+
+    For a loss (negative mean), the test of "the mean is at least
+    ``-margin``"; for a gain, of "the mean is at most ``margin``". Only one of
+    the two can reject at a time, so its size is that of one one-sided test.
+    With no spread, 0 if ``|mean| > margin``, else 1.
+
+    Examples
+    --------
+    >>> round(paired_beyond([-0.2, -0.3, -0.25, -0.22], 0.05), 4)
+    0.0015
+    >>> paired_beyond([-0.01, 0.0, 0.01], 0.05) > 0.5
+    True
+    """
+    d = check_array("differences", differences, ndim=1)
+    if d.size < 2:
+        raise ValueError(f"differences must hold at least 2 numbers, got {d.size}")
+    margin = check_real("margin", margin, positive=True)
+    mean = float(d.mean())
+    se = float(d.std(ddof=1)) / math.sqrt(d.size)
+    if se == 0.0:
+        return 0.0 if abs(mean) > margin else 1.0
+    if mean < 0:
+        return float(stats.t.cdf((mean + margin) / se, d.size - 1))
+    return float(stats.t.sf((mean - margin) / se, d.size - 1))
 
 
 def paired_tost(differences: Any, margin: float) -> float:
