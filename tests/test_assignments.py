@@ -76,7 +76,7 @@ def master_parts(name: str) -> dict[str, set[str]]:
         inside = False
         for line in source.splitlines():
             stripped = line.strip()
-            if stripped == "# BEGIN SOLUTION":
+            if stripped in ("# BEGIN SOLUTION", "# BEGIN SOLUTION NO PROMPT"):
                 inside = True
             elif stripped == "# END SOLUTION":
                 inside = False
@@ -89,14 +89,19 @@ def master_parts(name: str) -> dict[str, set[str]]:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_assignment_has_three_questions_and_hidden_checks(built: Path, name: str) -> None:
+def test_assignment_has_five_questions_of_eleven_points_and_hidden_checks(
+    built: Path, name: str
+) -> None:
+    """Every assignment has the same shape: five questions worth 11 points in all, the last
+    one a single point, and hidden checks."""
     from otter.nbmeta_config import NBMetadataConfig
     from otter.test_files import create_test_file
 
     autograder = grade.find_autograder(name, built)
     questions = grade.read_questions(autograder)
-    assert len(questions) >= 3
+    assert [q.name for q in questions] == ["q1", "q2", "q3", "q4", "q5"]
     assert all(q.points > 0 for q in questions)
+    assert sum(q.points for q in questions) == 11 and questions[-1].points == 1
     hidden = 0
     with zipfile.ZipFile(autograder) as archive:
         archive.extractall(built / f".{name}-tests")
@@ -363,6 +368,76 @@ A7_SHORTCUTS = {
 }
 
 
+#: The right answers to assignment 7 in the other types that its prompts accept: float32
+#: arrays and lists for arrays, a list of whole floats for (low, high), NumPy and float
+#: counts, an array for a tuple, frozensets for sets.
+A7_OTHER_TYPES = {
+    "def pi_frequencies": (
+        "def pi_frequencies(d, base, factor):\n"
+        "    return list((posenc.frequencies(d, base) / factor).astype(np.float32))\n\n\n"
+        "def ntk_frequencies(d, base, factor):\n"
+        "    i = np.arange(d // 2, dtype=np.float32)\n"
+        "    b = np.float32(base) * np.float32(factor) ** np.float32(d / (d - 2))\n"
+        "    return b ** (-2 * i / np.float32(d))\n"
+    ),
+    "def yarn_range": (
+        "def yarn_range(d, base, original_length):\n"
+        "    def index(turns):\n"
+        "        return d * np.log(original_length / (2 * np.pi * turns)) / (2 * np.log(base))\n"
+        "    low, high = np.floor(index(32)), np.ceil(index(1))\n"
+        "    return [float(max(low, 0)), float(min(high, d - 1))]\n\n\n"
+        "def yarn_divisors(d, base, factor, original_length):\n"
+        "    low, high = yarn_range(d, base, original_length)\n"
+        "    top = high + 0.001 if high == low else high\n"
+        "    ramp = np.clip((np.arange(d // 2) - low) / (top - low), 0, 1)\n"
+        "    return (1 / ((1 - ramp) + ramp / factor)).astype(np.float32)\n"
+    ),
+    "pairs_changed = ...": (
+        "D, BASE, LENGTH, S = 128, 500_000.0, 8192, 4.0\n"
+        "th = posenc.frequencies(D, BASE)\n"
+        "pi = np.asarray(pi_frequencies(D, BASE, S))\n"
+        "pairs_changed = {'linear': float(np.sum(th / pi > 1 + 1e-6)),\n"
+        "    'ntk': np.sum(th / ntk_frequencies(D, BASE, S) > 1 + 1e-6),\n"
+        "    'yarn': np.int32(np.sum(yarn_divisors(D, BASE, S, LENGTH) > 1 + 1e-6))}\n"
+    ),
+    "def alibi_far_share": (
+        "def alibi_far_share(n_heads, query_position, distance):\n"
+        "    back = np.arange(query_position + 1)\n"
+        "    w = np.exp(-posenc.alibi_slopes(n_heads)[:, None] * back)\n"
+        "    share = (w * (back >= distance)).sum(axis=1) / w.sum(axis=1)\n"
+        "    return list(share.astype(np.float32))\n"
+    ),
+    "heads_reaching_back = ...": (
+        "heads_reaching_back = float(np.sum(np.asarray(alibi_far_share(4, 63, 16)) >= 0.05))\n"
+    ),
+    "def paired_interval": (
+        "def paired_interval(a, b, confidence=0.95):\n"
+        "    d = np.asarray(a, float) - np.asarray(b, float)\n"
+        "    n, m = d.size, d.mean()\n"
+        "    se = d.std(ddof=1) / np.sqrt(n)\n"
+        "    if se == 0:\n"
+        "        return [m, m, m, 1.0 if m == 0 else 0.0]\n"
+        "    h = stats.t.ppf(0.5 + confidence / 2, n - 1) * se\n"
+        "    return np.array([m, m - h, m + h, 2 * stats.t.sf(abs(m) / se, n - 1)])\n\n\n"
+        "def holm_adjust(p_values):\n"
+        "    p = np.asarray(p_values, dtype=float)\n"
+        "    order = np.argsort(p, kind='stable')\n"
+        "    scaled = np.maximum.accumulate(p[order] * (p.size - np.arange(p.size)))\n"
+        "    out = np.empty(p.size)\n"
+        "    out[order] = np.minimum(scaled, 1)\n"
+        "    return out.tolist()\n"
+    ),
+    "extension_rows, helps, hurts": (
+        "raw = {r: paired_interval(ACCURACY[r], ACCURACY['no scaling']) for r in RULES}\n"
+        "adj = holm_adjust([raw[r][3] for r in RULES])\n"
+        "extension_rows = {r: [*raw[r][:3], p] for r, p in zip(RULES, adj)}\n"
+        "helps = frozenset(r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] > 0)\n"
+        "hurts = frozenset(r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] < 0)\n"
+    ),
+    "choice = ...": A7_HONEST["choice = ..."],
+}
+
+
 def answered(built: Path, name: str, answers: dict[str, str]) -> nbformat.NotebookNode:
     """The student notebook of ``name`` with each answer cell, found by a line it holds,
     replaced."""
@@ -377,24 +452,29 @@ def answered(built: Path, name: str, answers: dict[str, str]) -> nbformat.Notebo
 def test_assignment_7_grades_mistakes_and_refuses_posenc_shortcuts(
     built: Path, tmp_path: Path
 ) -> None:
-    """Two submissions of assignment 7 graded in the sandbox: typical mistakes lose what
-    the public and hidden checks designed for them catch, and answers that call the posenc
-    functions a question asks for are refused, while their honest answers keep full marks."""
+    """Three submissions of assignment 7 graded in the sandbox: typical mistakes lose what
+    the public and hidden checks designed for them catch (each check tests one answer),
+    answers that call the posenc functions a question asks for are refused, while their
+    honest answers keep full marks, and the right answers in other accepted types score
+    full marks."""
     name = "07_length_extrapolation"
     folder = tmp_path / "submissions"
     folder.mkdir()
     nbformat.write(answered(built, name, {**A7_HONEST, **A7_MISTAKES}), folder / "mistakes.ipynb")
     nbformat.write(answered(built, name, A7_SHORTCUTS), folder / "shortcuts.ipynb")
+    nbformat.write(answered(built, name, A7_OTHER_TYPES), folder / "types.ipynb")
     questions, rows, _ = grade.grade_folder(folder, name, dist=built, jobs=2)
     assert [(q.name, q.points) for q in questions] == [
         ("q1", 2), ("q2", 3), ("q3", 2), ("q4", 3), ("q5", 1)]
     got = {row.submission: row for row in rows}
     mistakes, shortcuts = got["mistakes.ipynb"], got["shortcuts.ipynb"]
-    # q1: PI passes, NTK fails its public and hidden checks (1 of 3); q2: only the hidden
-    # check sees the clamp (3 of 4); q3: only the count passes (1 of 3); q4: Holm and the
-    # shapes of the rows pass (2 of 4); q5: the wrong choice scores nothing.
+    # q1: PI passes its two checks, NTK fails its public and hidden one (2 of 4); q2: only
+    # the hidden checks of yarn_range and yarn_divisors see the clamp (4 of 6); q3: the
+    # count passes its two checks, the shares fail theirs (2 of 4); q4: Holm, helps and
+    # hurts pass, the interval fails its two checks and the rows their hidden one (5 of 9);
+    # q5: the wrong choice scores nothing.
     assert mistakes.status == "graded", mistakes.reasons
-    expected = {"q1": 2 / 3, "q2": 9 / 4, "q3": 2 / 3, "q4": 3 / 2, "q5": 0}
+    expected = {"q1": 1, "q2": 2, "q3": 1, "q4": 5 / 3, "q5": 0}
     assert mistakes.scores == pytest.approx(expected, abs=1e-9), mistakes.reasons
     text = "; ".join(mistakes.reasons)
     for reason in ("q1, check 2: AssertionError: The slowest pair should be divided",
@@ -408,6 +488,42 @@ def test_assignment_7_grades_mistakes_and_refuses_posenc_shortcuts(
                     "posenc.scaling.yarn_correction_range is not allowed",
                     "posenc.extrapolation.paired_interval is not allowed"):
         assert refused in text, text
+    types = got["types.ipynb"]
+    assert types.status == "graded", types.reasons
+    assert types.scores == {"q1": 2, "q2": 3, "q3": 2, "q4": 3, "q5": 1}, types.reasons
+
+
+def test_assignment_7_public_checks_refuse_posenc_shortcuts() -> None:
+    """The public checks of assignment 7 refuse, while they call a student's function, the
+    posenc functions that the graded run refuses, so a shortcut fails in the student's own
+    kernel as it fails when graded; the functions work again afterwards."""
+    import numpy as np
+
+    import posenc
+    from posenc.experiment import holm
+    from posenc.extrapolation import paired_interval
+    from posenc.scaling import scale_factors, yarn_correction_range
+
+    nb = nbformat.read(build.masters()["07_length_extrapolation"], as_version=4)
+    checks: dict = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.source.startswith("def test_q"):
+            exec(cell.source.rsplit("\n\n\n", 1)[0], checks)  # the definition, not the call
+    shortcuts = {
+        "test_q1_pi": lambda d, b, f: posenc.scaled_frequencies(d, b, method="linear", factor=f),
+        "test_q1_ntk": lambda d, b, f: posenc.scaled_frequencies(d, b, method="ntk", factor=f),
+        "test_q2_range": lambda d, b, n: yarn_correction_range(d, b, original_length=n),
+        "test_q2_divisors": lambda d, b, f, n: scale_factors(
+            d, b, method="yarn", factor=f, original_length=n),
+        "test_q4_interval": lambda a, b, c=0.95: paired_interval(np.subtract(a, b), c),
+        "test_q4_holm": holm,
+    }
+    for check, shortcut in shortcuts.items():
+        with pytest.raises(PermissionError, match="not allowed in this assignment"):
+            checks[check](shortcut)
+    assert yarn_correction_range(128, original_length=4096) == (20, 46)
+    assert np.allclose(holm([0.01, 0.02]), 0.02)
+    assert np.allclose(scale_factors(8, method="linear", factor=2.0), 2.0)
 
 
 def test_a_submission_that_never_ends_is_stopped_with_its_sandbox(
