@@ -40,8 +40,10 @@ def test_results_hold_the_stated_design_and_every_cell(results):
         assert np.all((acc >= 0) & (acc <= 1))
         assert cell["sweep_rates"][: len(design.learning_rates)] == list(design.learning_rates)
         assert cell["learning_rate"] in cell["sweep_rates"]
-        best = int(np.argmax(cell["sweep_validation"]))
-        assert cell["sweep_validation"][best] == max(cell["sweep_validation"])
+        losses = [np.inf if x is None else x for x in cell["sweep_validation_loss"]]
+        assert len(losses) == len(cell["sweep_rates"])
+        # The chosen rate has the lowest mean validation loss of the sweep.
+        assert min(losses) == losses[cell["sweep_rates"].index(cell["learning_rate"])]
 
 
 def test_readout_file_has_its_grid():
