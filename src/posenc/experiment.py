@@ -1433,13 +1433,13 @@ def readout_draws(
 
 
 #: The follow-up of the main design: the sinusoidal pair (added, and
-#: concatenated at equal parameters) of every regime in which an earlier run
-#: of the main design found concatenation better after the correction, trained
-#: four times as long, to see whether each difference survives more training.
-#: The first follow-up held only ``(64, 16, 1)``, chosen from a first look;
-#: the other three were added after the main results had been seen.
+#: concatenated at equal parameters) of every regime in which the main design
+#: found concatenation better after the correction, trained four times as
+#: long, to see whether each difference survives more training. The first
+#: follow-up held only ``(64, 16, 1)``, chosen from a first look; the others
+#: were added after the main results had been seen.
 LONG_BUDGET = Design(
-    regimes=((64, 16, 1), (64, 32, 1), (32, 16, 2), (64, 16, 2)),
+    regimes=((32, 32, 1), (64, 16, 1), (64, 32, 1), (32, 16, 2), (64, 16, 2)),
     models=(("sinusoidal-add", "width"), ("sinusoidal-concat", "parameters")),
     steps=2400,
     eval_every=100,
