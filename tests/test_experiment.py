@@ -2,6 +2,7 @@
 
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -699,11 +700,26 @@ def test_run_cell_chooses_the_rate_on_validation_and_is_deterministic():
     cell = run_cell(design, job)
     assert cell["sweep_rates"][: len(design.learning_rates)] == list(design.learning_rates)
     assert len(cell["sweep_validation"]) == len(cell["sweep_rates"])
-    best = int(np.argmax(cell["sweep_validation"]))
+    assert len(cell["sweep_validation_loss"]) == len(cell["sweep_rates"])
+    assert design.selection == "loss"  # the default: the lowest validation cross-entropy
+    best = int(np.argmin(cell["sweep_validation_loss"]))
     assert cell["learning_rate"] == cell["sweep_rates"][best]
     assert np.array(cell["test_accuracy"]).shape == (4, 3) and cell["steps"] == [0, 10, 20, 30]
     assert cell["n_parameters"] != cell["reference_parameters"] or cell["d_token"] == 8
     assert run_cell(design, job) == cell
+    # Selecting by accuracy, the rule of the first runs, is still available.
+    by_accuracy = run_cell(replace(design, selection="accuracy"), job)
+    best = int(np.argmax(by_accuracy["sweep_validation"]))
+    assert by_accuracy["learning_rate"] == by_accuracy["sweep_rates"][best]
+    with pytest.raises(ValueError, match="selection must be one of"):
+        Design(selection="median")
+
+
+def test_a_results_file_without_a_selection_field_selected_by_accuracy():
+    values = Design().as_dict()
+    del values["selection"]
+    assert Design.from_dict(values).selection == "accuracy"
+    assert Design.from_dict(Design().as_dict()) == Design()
 
 
 def test_mean_ablation_keeps_the_average_of_the_dropped_terms():

@@ -17,7 +17,13 @@ import os
 import numpy as np
 import pytest
 
-from posenc.experiment import Design, load_results, mean_confidence_interval, run_cell
+from posenc.experiment import (
+    LONG_BUDGET,
+    Design,
+    load_results,
+    mean_confidence_interval,
+    run_cell,
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +46,29 @@ def test_results_hold_the_stated_design_and_every_cell(results):
         assert np.all((acc >= 0) & (acc <= 1))
         assert cell["sweep_rates"][: len(design.learning_rates)] == list(design.learning_rates)
         assert cell["learning_rate"] in cell["sweep_rates"]
-        best = int(np.argmax(cell["sweep_validation"]))
-        assert cell["sweep_validation"][best] == max(cell["sweep_validation"])
+        losses = [np.inf if x is None else x for x in cell["sweep_validation_loss"]]
+        assert len(losses) == len(cell["sweep_rates"])
+        # The chosen rate has the lowest mean validation loss of the sweep.
+        assert min(losses) == losses[cell["sweep_rates"].index(cell["learning_rate"])]
+
+
+def test_long_budget_file_holds_its_design_and_every_cell():
+    long = load_results("ch5_long_budget.json")
+    assert Design.from_dict(long["design"]) == LONG_BUDGET
+    stored = [
+        (c["length"], c["d_model"], c["n_layers"], c["variant"], c["matching"])
+        for c in long["cells"]
+    ]
+    assert stored == [tuple(j) for j in LONG_BUDGET.jobs()]
+    # The follow-up covers every regime in which the main design found a win.
+    from posenc.experiment import compare_design
+
+    wins = {
+        (c.length, c.d_model, c.n_layers)
+        for c in compare_design(load_results("ch5_experiment.json"))
+        if c.verdict == "concat better"
+    }
+    assert wins == set(LONG_BUDGET.regimes)
 
 
 def test_readout_file_has_its_grid():

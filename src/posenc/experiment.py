@@ -998,7 +998,7 @@ class Design:
         Training budget, mini-batch size, and how often the test accuracy is recorded.
     learning_rates : tuple of float
         Candidates of the sweep; each model keeps the one with the best
-        mean validation accuracy at the end of the budget.
+        mean validation score at the end of the budget (see ``selection``).
     lower_rates, higher_rates : tuple of float
         Where the best rate is the smallest (largest) tried so far, the
         sweep goes on with the next of these, one at a time, while any is
@@ -1016,6 +1016,14 @@ class Design:
         A comparison whose two means both reach this accuracy is at the ceiling.
     dtype : str
         Precision of training.
+    selection : {"loss", "accuracy"}
+        The validation score of the sweep: ``"loss"``, the lowest mean
+        cross-entropy (ties: the smaller rate), or ``"accuracy"``, the
+        highest mean accuracy (ties: the mean at half the budget, then the
+        smaller rate). Accuracy saturates: where several rates reach about
+        100 % it cannot tell them apart, and the cross-entropy still can.
+        The first runs selected by accuracy (a results file without this
+        field was made so); the loss was adopted after they had been seen.
     """
 
     regimes: tuple[tuple[int, int, int], ...] = (
@@ -1047,6 +1055,10 @@ class Design:
     threshold: float = 0.5
     ceiling: float = 0.97
     dtype: str = "float32"
+    selection: str = "loss"
+
+    def __post_init__(self) -> None:
+        check_choice("selection", self.selection, ("loss", "accuracy"))
 
     def jobs(self) -> list[tuple[int, int, int, str, str]]:
         """Every cell of the design: ``(L, d_model, n_layers, variant, matching)``."""
@@ -1065,6 +1077,7 @@ class Design:
     def from_dict(cls, values: dict[str, Any]) -> Design:
         """Inverse of :meth:`as_dict`."""
         values = dict(values)
+        values.setdefault("selection", "accuracy")  # files from before the field existed
         values["regimes"] = tuple(tuple(int(v) for v in r) for r in values["regimes"])
         values["models"] = tuple(tuple(m) for m in values["models"])
         for name in ("learning_rates", "lower_rates", "higher_rates"):
@@ -1123,9 +1136,12 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
     """Train one cell of the design: the learning-rate sweep, then every seed.
 
     The sweep trains ``sweep_seeds`` copies per candidate rate, all stacked in
-    one model with a learning rate per copy, and scores each rate by its mean
-    accuracy on the validation set after the full budget (ties: the mean at
-    half the budget, then the smaller rate). While the best rate is the
+    one model with a learning rate per copy, and scores each rate on the
+    validation set after the full budget: by its mean cross-entropy, lowest
+    best, with ``design.selection == "loss"`` (ties: the smaller rate; a
+    diverged copy's loss counts as infinite), or by its mean accuracy with
+    ``"accuracy"`` (ties: the mean at half the budget, then the smaller
+    rate). Both scores are recorded whichever chooses. While the best rate is the
     smallest (largest) tried, the next of ``lower_rates`` (``higher_rates``)
     is tried too, until none is left. The main run then trains seeds
     ``0 .. seeds - 1`` with the chosen rate and records the test accuracy
@@ -1135,7 +1151,7 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
     -------
     dict
         JSON-ready: the cell, its widths and parameter count, the sweep's
-        validation accuracies, the chosen rate, the recorded steps, the test
+        validation accuracies and losses, the chosen rate, the recorded steps, the test
         accuracy ``(n_eval, seeds)`` and the steps-to-threshold.
     """
     if not isinstance(design, Design):
@@ -1164,6 +1180,7 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
     tried: list[float] = []
     final: list[float] = []
     middle: list[float] = []
+    losses: list[float] = []
 
     def sweep(candidates: Sequence[float]) -> None:
         # Seeds 1000, 1001, ... in the order the rates are tried: none is a main seed.
@@ -1185,9 +1202,16 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
         tried.extend(float(r) for r in candidates)
         final.extend(history.final_accuracy.reshape(shape).mean(axis=1).tolist())
         middle.extend(history.test_accuracy[1].reshape(shape).mean(axis=1).tolist())
+        with threadpool_limits(limits=1, user_api="blas"):
+            loss = model.loss(task.validation_tokens, task.validation_labels).astype(float)
+        loss[~np.isfinite(loss)] = np.inf
+        losses.extend(loss.reshape(shape).mean(axis=1).tolist())
 
     def best() -> float:
-        i = min(range(len(tried)), key=lambda i: (-final[i], -middle[i], tried[i]))
+        if design.selection == "loss":
+            i = min(range(len(tried)), key=lambda i: (losses[i], tried[i]))
+        else:
+            i = min(range(len(tried)), key=lambda i: (-final[i], -middle[i], tried[i]))
         return tried[i]
 
     sweep(design.learning_rates)
@@ -1229,6 +1253,7 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
         "reference_parameters": reference.n_parameters,
         "sweep_rates": tried,
         "sweep_validation": [round(float(a), 6) for a in final],
+        "sweep_validation_loss": [round(float(x), 6) if math.isfinite(x) else None for x in losses],
         "learning_rate": rate,
         "steps": history.steps.tolist(),
         "test_accuracy": np.round(history.test_accuracy, 6).tolist(),
@@ -1407,12 +1432,14 @@ def readout_draws(
     }
 
 
-#: The follow-up of the main design: the regime with the largest difference
-#: in a first look (long sequences, narrow model, sinusoidal codes), trained
-#: four times as long as the main design, to see whether the difference
-#: survives more training.
+#: The follow-up of the main design: the sinusoidal pair (added, and
+#: concatenated at equal parameters) of every regime in which the main design
+#: found concatenation better after the correction, trained four times as
+#: long, to see whether each difference survives more training. The first
+#: follow-up held only ``(64, 16, 1)``, chosen from a first look; the others
+#: were added after the main results had been seen.
 LONG_BUDGET = Design(
-    regimes=((64, 16, 1),),
+    regimes=((32, 32, 1), (64, 16, 1), (64, 32, 1), (32, 16, 2), (64, 16, 2)),
     models=(("sinusoidal-add", "width"), ("sinusoidal-concat", "parameters")),
     steps=2400,
     eval_every=100,
