@@ -852,6 +852,15 @@ def classify(row: dict[str, Any], margin: float, alpha: float = 0.05) -> str:
     return "no change" if within else "inconclusive"
 
 
+def _mean_se(differences: Any, margin: float) -> tuple[float, float, int, float]:
+    """Mean, standard error and degrees of freedom of paired differences; the checked margin."""
+    d = check_array("differences", differences, ndim=1)
+    if d.size < 2:
+        raise ValueError(f"differences must hold at least 2 numbers, got {d.size}")
+    margin = check_real("margin", margin, positive=True)
+    return float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size), d.size - 1, margin
+
+
 def paired_beyond(differences: Any, margin: float) -> float:
     """One-sided p-value that the mean difference lies beyond ``±margin``, on the side of its sign.
 
@@ -867,17 +876,12 @@ def paired_beyond(differences: Any, margin: float) -> float:
     >>> paired_beyond([-0.01, 0.0, 0.01], 0.05) > 0.5
     True
     """
-    d = check_array("differences", differences, ndim=1)
-    if d.size < 2:
-        raise ValueError(f"differences must hold at least 2 numbers, got {d.size}")
-    margin = check_real("margin", margin, positive=True)
-    mean = float(d.mean())
-    se = float(d.std(ddof=1)) / math.sqrt(d.size)
+    mean, se, dof, margin = _mean_se(differences, margin)
     if se == 0.0:
         return 0.0 if abs(mean) > margin else 1.0
     if mean < 0:
-        return float(stats.t.cdf((mean + margin) / se, d.size - 1))
-    return float(stats.t.sf((mean - margin) / se, d.size - 1))
+        return float(stats.t.cdf((mean + margin) / se, dof))
+    return float(stats.t.sf((mean - margin) / se, dof))
 
 
 def paired_tost(differences: Any, margin: float) -> float:
@@ -892,16 +896,11 @@ def paired_tost(differences: Any, margin: float) -> float:
     >>> round(paired_tost([0.01, -0.01, 0.0, 0.02], 0.05), 4)
     0.003
     """
-    d = check_array("differences", differences, ndim=1)
-    if d.size < 2:
-        raise ValueError(f"differences must hold at least 2 numbers, got {d.size}")
-    margin = check_real("margin", margin, positive=True)
-    mean = float(d.mean())
-    se = float(d.std(ddof=1)) / math.sqrt(d.size)
+    mean, se, dof, margin = _mean_se(differences, margin)
     if se == 0.0:
         return 0.0 if abs(mean) < margin else 1.0
-    lower = stats.t.sf((mean + margin) / se, d.size - 1)
-    upper = stats.t.cdf((mean - margin) / se, d.size - 1)
+    lower = stats.t.sf((mean + margin) / se, dof)
+    upper = stats.t.cdf((mean - margin) / se, dof)
     return float(max(lower, upper))
 
 
