@@ -112,6 +112,7 @@ experiments-ch5: $(STAMP)
 	$(BIN)/python -m posenc.experiment --out results/ch5_experiment.json --processes 2
 	$(BIN)/python -m posenc.experiment --long-budget --out results/ch5_long_budget.json --processes 2
 	$(BIN)/python -m posenc.experiment --readout results/ch5_readout.json --processes 2
+	$(BIN)/python -m posenc.experiment --token-scale --out results/ch5_token_scale.json --processes 2
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python "$$b"; done

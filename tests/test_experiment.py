@@ -804,3 +804,78 @@ def test_readout_draws_in_worker_processes_equal_one_process():
     assert one == two
     assert np.asarray(one["by_ratio"]).shape == (2, 2, 2)
     assert one["by_width"]["x1"][1][0] == readout_accuracy(16, scale=1.0, seed=0)
+
+
+# --- the token-scale arm ------------------------------------------------------------------
+
+from posenc.experiment import (  # noqa: E402
+    TOKEN_SCALE,
+    TOKEN_SCALE_REFERENCE,
+    token_code_ratio,
+)
+
+
+def test_token_code_ratio_is_the_ratio_of_mean_lengths():
+    model = AttentionClassifier(6, 5, 3, d_token=8, position="sinusoidal", seeds=(0, 1))
+    tokens = model.params["token_embedding"]
+    codes = sinusoidal(5, 8)
+    expected = np.linalg.norm(tokens, axis=-1).mean(axis=-1) / np.linalg.norm(codes, axis=-1).mean()
+    np.testing.assert_allclose(token_code_ratio(model), expected, rtol=1e-12)
+    # The fixed factor enters the ratio, and learned codes are read from the table.
+    short = AttentionClassifier(6, 5, 3, d_token=8, embedding_scale=0.25, seeds=(0, 1))
+    np.testing.assert_allclose(token_code_ratio(short), 0.25 * expected, rtol=1e-12)
+    learned = AttentionClassifier(6, 5, 3, d_token=8, position="learned", seeds=3)
+    table = learned.params["position_embedding"][0]
+    want = (
+        np.linalg.norm(learned.params["token_embedding"][0], axis=-1).mean()
+        / np.linalg.norm(table, axis=-1).mean()
+    )
+    np.testing.assert_allclose(token_code_ratio(learned), [want], rtol=1e-12)
+
+
+def test_token_code_ratio_bad_input():
+    with pytest.raises(TypeError, match="model must be an AttentionClassifier"):
+        token_code_ratio("model")
+    with pytest.raises(ValueError, match="no position codes"):
+        token_code_ratio(AttentionClassifier(4, 4, 2, d_token=4, position="none"))
+
+
+def test_token_scale_designs():
+    assert TOKEN_SCALE.token_scale == "1/sqrt(d)" and Design().token_scale == "1"
+    assert TOKEN_SCALE.embedding_scale(16) == 0.25 and Design().embedding_scale(16) == 1.0
+    # Apart from the scale, the arm and its reference keep the main design.
+    for arm in (TOKEN_SCALE, TOKEN_SCALE_REFERENCE):
+        assert replace(arm, models=Design().models, token_scale="1") == Design()
+        assert arm.models == (("sinusoidal-add", "width"),)
+    assert Design.from_dict(TOKEN_SCALE.as_dict()) == TOKEN_SCALE
+    values = Design().as_dict()
+    del values["token_scale"]  # files from before the field existed
+    assert Design.from_dict(values) == Design()
+    with pytest.raises(ValueError, match="token_scale must be one of"):
+        Design(token_scale="0.5")
+    with pytest.raises(ValueError, match="d_model"):
+        TOKEN_SCALE.embedding_scale(0)
+
+
+def test_run_cell_trains_with_the_designs_token_scale():
+    small = Design(
+        regimes=((5, 16, 1),),
+        seeds=2,
+        steps=20,
+        eval_every=10,
+        n_train=40,
+        n_validation=20,
+        n_test=20,
+        learning_rates=(0.01,),
+        lower_rates=(),
+        higher_rates=(),
+    )
+    job = (5, 16, 1, "sinusoidal-add", "width")
+    plain = run_cell(small, job)
+    short = run_cell(replace(small, token_scale="1/sqrt(d)"), job)
+    assert plain["embedding_scale"] == 1.0 and short["embedding_scale"] == 0.25
+    before_plain, _ = np.array(plain["token_code_ratio"])
+    before_short, _ = np.array(short["token_code_ratio"])
+    # Same seeds, same initial table: the factor alone shortens the tokens.
+    np.testing.assert_allclose(before_short, 0.25 * before_plain, rtol=1e-3)
+    assert "token_code_ratio" not in run_cell(small, (5, 16, 1, "none", "width"))

@@ -19,6 +19,8 @@ import pytest
 
 from posenc.experiment import (
     LONG_BUDGET,
+    TOKEN_SCALE,
+    TOKEN_SCALE_REFERENCE,
     Design,
     load_results,
     mean_confidence_interval,
@@ -71,6 +73,35 @@ def test_long_budget_file_holds_its_design_and_every_cell():
     assert wins == set(LONG_BUDGET.regimes)
 
 
+def test_token_scale_file_holds_its_two_designs_and_repeats_the_main_added_models(results):
+    arm = load_results("ch5_token_scale.json")
+    main = {
+        (c["length"], c["d_model"], c["n_layers"]): c
+        for c in results["cells"]
+        if c["variant"] == "sinusoidal-add"
+    }
+    for part, design in ((arm, TOKEN_SCALE), (arm["reference"], TOKEN_SCALE_REFERENCE)):
+        assert Design.from_dict(part["design"]) == design
+        stored = [
+            (c["length"], c["d_model"], c["n_layers"], c["variant"], c["matching"])
+            for c in part["cells"]
+        ]
+        assert stored == [tuple(j) for j in design.jobs()]
+        for cell in part["cells"]:
+            assert cell["embedding_scale"] == design.embedding_scale(cell["d_model"])
+            before, after = np.asarray(cell["token_code_ratio"])
+            assert before.shape == after.shape == (design.seeds,)
+    # The reference retrains the main design's added models: the same rate, and a
+    # mean inside the main file's interval at every recorded budget.
+    for cell in arm["reference"]["cells"]:
+        old = main[cell["length"], cell["d_model"], cell["n_layers"]]
+        assert cell["learning_rate"] == old["learning_rate"]
+        for before, now in zip(old["test_accuracy"], cell["test_accuracy"], strict=True):
+            _, low, high = mean_confidence_interval(np.asarray(before, dtype=float))
+            slack = 1.0 / TOKEN_SCALE.n_test
+            assert low - slack <= float(np.mean(now)) <= high + slack
+
+
 def test_readout_file_has_its_grid():
     draws = load_results("ch5_readout.json")
     assert draws["n_draws"] >= 20
@@ -78,7 +109,9 @@ def test_readout_file_has_its_grid():
     assert all(np.asarray(v).shape == shape for v in draws["by_width"].values())
 
 
-def test_a_random_subset_of_cells_reproduces_within_the_intervals(results):
+@pytest.mark.parametrize("name", ["ch5_experiment.json", "ch5_token_scale.json"])
+def test_a_random_subset_of_cells_reproduces_within_the_intervals(name):
+    results = load_results(name)
     design = Design.from_dict(results["design"])
     seed = int.from_bytes(os.urandom(4), "little")
     rng = np.random.default_rng(seed)
@@ -87,7 +120,9 @@ def test_a_random_subset_of_cells_reproduces_within_the_intervals(results):
         for i, c in enumerate(results["cells"])
         if os.environ.get("POSENC_RERUN_ANY") or c["length"] <= 8
     ]
-    for i in rng.choice(pool, size=min(2, len(pool)), replace=False):
+    for i in rng.choice(
+        pool, size=min(2 if name == "ch5_experiment.json" else 1, len(pool)), replace=False
+    ):
         stored = results["cells"][i]
         job = (
             stored["length"],

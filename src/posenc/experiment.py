@@ -32,7 +32,9 @@ The designed experiment (the comparison that chapter 5's verdict rests on):
 * :class:`Design`: regimes, models, seeds, budget, learning-rate candidates,
   equivalence margin and error rate, all fixed before any result is seen;
 * :func:`run_cell` and :func:`run_design` (``make experiments``, which
-  writes ``results/ch5_experiment.json``);
+  writes ``results/ch5_experiment.json``), and the follow-ups
+  :data:`LONG_BUDGET` (four times the budget) and :data:`TOKEN_SCALE`
+  (added models with short token vectors), with :func:`token_code_ratio`;
 * :func:`welch_test`, :func:`tost`, :func:`holm`, :func:`power_two_sample`,
   :func:`seeds_for_power`: the statistics;
 * :func:`compare_design`, :func:`budget_curve`, :func:`steps_to_threshold`:
@@ -62,6 +64,9 @@ __all__ = [
     "LONG_BUDGET",
     "MATCHINGS",
     "SCORE_TERMS",
+    "TOKEN_SCALE",
+    "TOKEN_SCALES",
+    "TOKEN_SCALE_REFERENCE",
     "VARIANTS",
     "Comparison",
     "Design",
@@ -97,6 +102,7 @@ __all__ = [
     "steps_to_threshold",
     "summarise",
     "term_sizes",
+    "token_code_ratio",
     "token_position_cosines",
     "tost",
     "variant_spec",
@@ -632,7 +638,11 @@ def variant_spec(
 
 
 def _build(
-    spec: VariantSpec, task: TaskData, seeds: tuple[int, ...], dtype: str
+    spec: VariantSpec,
+    task: TaskData,
+    seeds: tuple[int, ...],
+    dtype: str,
+    embedding_scale: float = 1.0,
 ) -> AttentionClassifier:
     return AttentionClassifier(
         task.vocab_size,
@@ -647,7 +657,38 @@ def _build(
         seeds=seeds,
         n_layers=spec.n_layers,
         dtype=dtype,
+        embedding_scale=embedding_scale,
     )
+
+
+def token_code_ratio(model: AttentionClassifier) -> np.ndarray:
+    """Mean length of the token vectors over mean length of the position codes.
+
+    The token vectors are the rows of the token table times the model's
+    ``embedding_scale`` (what enters the sum or the concatenation); the
+    codes are the sinusoidal table or the learned table. One ratio per
+    copy of the model.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_models,)``, float.
+
+    Examples
+    --------
+    >>> model = AttentionClassifier(8, 8, 8, d_token=16, seeds=range(3))
+    >>> bool(np.all((1.2 < token_code_ratio(model)) & (token_code_ratio(model) < 1.6)))
+    True
+    """
+    if not isinstance(model, AttentionClassifier):
+        raise TypeError(f"model must be an AttentionClassifier, got {type(model).__name__}")
+    codes = model.position_codes()
+    if codes is None:
+        raise ValueError("model has no position codes (position='none')")
+    tokens = model.embedding_scale * model.params["token_embedding"].astype(float)
+    token_length = np.linalg.norm(tokens, axis=-1).mean(axis=-1)
+    code_length = np.linalg.norm(codes.astype(float), axis=-1).mean(axis=-1)
+    return token_length / code_length
 
 
 @dataclass(frozen=True)
@@ -962,6 +1003,9 @@ def learning_curves(
 
 # -- the designed experiment: regimes, learning-rate sweep, many seeds ------------------
 
+#: The token scales a :class:`Design` can train with (see ``Design.token_scale``).
+TOKEN_SCALES = ("1", "1/sqrt(d)")
+
 #: The six models of the designed experiment: each code added; concatenated
 #: at (as nearly as the integer widths allow) equal parameters, the primary
 #: comparison; and concatenated at equal width, the secondary one.
@@ -977,7 +1021,7 @@ DESIGN_MODELS = (
 
 @dataclass(frozen=True)
 class Design:
-    """Everything fixed before the designed experiment is run.
+    r"""Everything fixed before the designed experiment is run.
 
     The defaults are the design of chapter 5; :func:`run_design` trains it
     and ``make experiments`` writes the result to ``results/ch5_experiment.json``.
@@ -1016,6 +1060,15 @@ class Design:
         A comparison whose two means both reach this accuracy is at the ceiling.
     dtype : str
         Precision of training.
+    token_scale : {"1", "1/sqrt(d)"}
+        The fixed factor ``embedding_scale`` of every model's token
+        embeddings: ``"1"`` (the main design: token vectors start about
+        :math:`\sqrt 2` times as long as the sinusoidal code) or
+        ``"1/sqrt(d)"`` with ``d`` the regime's ``d_model`` (token vectors
+        start with length about 1, the scale of a table initialised with
+        standard deviation :math:`1/\sqrt d` and used without the
+        :math:`\sqrt{d_{\mathrm{model}}}` factor). A fixed factor also scales every
+        update of the token vectors, so they stay short throughout training.
     selection : {"loss", "accuracy"}
         The validation score of the sweep: ``"loss"``, the lowest mean
         cross-entropy (ties: the smaller rate), or ``"accuracy"``, the
@@ -1056,9 +1109,16 @@ class Design:
     ceiling: float = 0.97
     dtype: str = "float32"
     selection: str = "loss"
+    token_scale: str = "1"
 
     def __post_init__(self) -> None:
         check_choice("selection", self.selection, ("loss", "accuracy"))
+        check_choice("token_scale", self.token_scale, TOKEN_SCALES)
+
+    def embedding_scale(self, d_model: int) -> float:
+        """The factor on the token embeddings in a regime of width ``d_model``."""
+        d_model = check_integer("d_model", d_model, minimum=1)
+        return 1.0 if self.token_scale == "1" else 1.0 / math.sqrt(d_model)
 
     def jobs(self) -> list[tuple[int, int, int, str, str]]:
         """Every cell of the design: ``(L, d_model, n_layers, variant, matching)``."""
@@ -1078,6 +1138,7 @@ class Design:
         """Inverse of :meth:`as_dict`."""
         values = dict(values)
         values.setdefault("selection", "accuracy")  # files from before the field existed
+        values.setdefault("token_scale", "1")
         values["regimes"] = tuple(tuple(int(v) for v in r) for r in values["regimes"])
         values["models"] = tuple(tuple(m) for m in values["models"])
         for name in ("learning_rates", "lower_rates", "higher_rates"):
@@ -1152,7 +1213,9 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
     dict
         JSON-ready: the cell, its widths and parameter count, the sweep's
         validation accuracies and losses, the chosen rate, the recorded steps, the test
-        accuracy ``(n_eval, seeds)`` and the steps-to-threshold.
+        accuracy ``(n_eval, seeds)``, the steps-to-threshold, the factor on the
+        token embeddings and, for models with a position code, the
+        :func:`token_code_ratio` of every seed before and after training.
     """
     if not isinstance(design, Design):
         raise TypeError(f"design must be a Design, got {type(design).__name__}")
@@ -1177,6 +1240,7 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
         n_layers=n_layers,
     )
     half = max(1, design.steps // 2)
+    scale = design.embedding_scale(d_model)
     tried: list[float] = []
     final: list[float] = []
     middle: list[float] = []
@@ -1186,7 +1250,7 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
         # Seeds 1000, 1001, ... in the order the rates are tried: none is a main seed.
         first = 1000 + len(tried) * design.sweep_seeds
         rates = np.repeat(np.array(candidates, dtype=float), design.sweep_seeds)
-        model = _build(spec, task, tuple(range(first, first + rates.size)), design.dtype)
+        model = _build(spec, task, tuple(range(first, first + rates.size)), design.dtype, scale)
         history = train(
             model,
             task.train_tokens,
@@ -1226,7 +1290,8 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
         else:
             break
 
-    model = _build(spec, task, tuple(range(design.seeds)), design.dtype)
+    model = _build(spec, task, tuple(range(design.seeds)), design.dtype, scale)
+    ratio_start = token_code_ratio(model) if spec.position != "none" else None
     history = train(
         model,
         task.train_tokens,
@@ -1239,6 +1304,14 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
         eval_every=design.eval_every,
     )
     reach = steps_to_threshold(history.steps, history.test_accuracy, design.threshold)
+    ratios = {}
+    if ratio_start is not None:
+        ratios = {
+            "token_code_ratio": [
+                np.round(ratio_start, 4).tolist(),
+                np.round(token_code_ratio(model), 4).tolist(),
+            ]
+        }
     return {
         "length": length,
         "d_model": d_model,
@@ -1259,6 +1332,8 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
         "test_accuracy": np.round(history.test_accuracy, 6).tolist(),
         "steps_to_threshold": [None if not np.isfinite(s) else int(s) for s in reach],
         "final_train_loss": np.round(history.train_loss[-20:].mean(axis=0), 6).tolist(),
+        "embedding_scale": scale,
+        **ratios,
     }
 
 
@@ -1446,6 +1521,18 @@ LONG_BUDGET = Design(
 )
 
 
+#: The token-scale arm, added after the main results had been seen: the added
+#: sinusoidal model of every regime with token vectors that start with length
+#: about 1 instead of about :math:`\sqrt{d}` and stay short (a fixed factor
+#: :math:`1/\sqrt d`), with the same seeds, data, budget and sweep rule as
+#: :class:`Design`. It asks whether the concatenated models won because the
+#: long token vectors of the added ones blurred the position in the sum.
+TOKEN_SCALE = Design(models=(("sinusoidal-add", "width"),), token_scale="1/sqrt(d)")
+#: The added sinusoidal models of the main design alone, the reference of
+#: :data:`TOKEN_SCALE` (``make experiments`` retrains them beside it).
+TOKEN_SCALE_REFERENCE = Design(models=(("sinusoidal-add", "width"),))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line of ``make experiments``: run the design, write the results file."""
     import argparse
@@ -1462,6 +1549,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--readout", help="write readout_draws() to this file instead")
     parser.add_argument("--cache", help="folder for finished cells (an interrupted run resumes)")
     parser.add_argument("--long-budget", action="store_true", help="run LONG_BUDGET instead")
+    parser.add_argument("--token-scale", action="store_true", help="run TOKEN_SCALE instead")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     if args.readout:
@@ -1478,8 +1566,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         Path(args.readout).write_text(json.dumps(draws) + "\n")
         print(f"wrote {args.readout} in {draws['elapsed_seconds'] / 60:.1f} min")
         return
-    design = LONG_BUDGET if args.long_budget else Design()
+    if args.long_budget and args.token_scale:
+        parser.error("--long-budget and --token-scale run different designs: choose one")
+    design = LONG_BUDGET if args.long_budget else TOKEN_SCALE if args.token_scale else Design()
     result = run_design(design, processes=args.processes, cache=args.cache)
+    if args.token_scale:
+        # The same added models at the main design's scale, retrained to record
+        # their token-to-code ratios (the main file predates that record); their
+        # accuracies repeat the main run's, up to the order of floating-point sums.
+        result["reference"] = run_design(
+            TOKEN_SCALE_REFERENCE, processes=args.processes, cache=args.cache
+        )
     own, children = (
         resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
     )
