@@ -107,6 +107,7 @@ __all__ = [
     "tost",
     "variant_spec",
     "welch_test",
+    "with_added_models_of",
 ]
 
 VARIANTS = ("none", "sinusoidal-add", "sinusoidal-concat", "learned-add", "learned-concat")
@@ -1890,6 +1891,42 @@ def compare_design(
             Comparison(*r[:9], r[9], float(ph), r[10], float(pth), r[11], verdict, matching)
         )
     return comparisons
+
+
+def with_added_models_of(results: dict[str, Any], arm: dict[str, Any]) -> dict[str, Any]:
+    """``results`` with its added models replaced by those of another run, ``arm``.
+
+    The concatenated models of ``results`` whose code ``arm`` also trains
+    are kept, and the added models are taken from ``arm`` (the same regimes,
+    seeds and data, trained another way, e.g. :data:`TOKEN_SCALE`), so that
+    :func:`compare_design` of the result compares the two, in a family of its
+    own: every regime and matching of the codes ``arm`` holds.
+
+    Examples
+    --------
+    >>> main = {"design": {}, "cells": [
+    ...     {"variant": "sinusoidal-concat", "length": 8},
+    ...     {"variant": "sinusoidal-add", "length": 8},
+    ...     {"variant": "learned-concat", "length": 8}]}
+    >>> arm = {"cells": [{"variant": "sinusoidal-add", "length": 8, "embedding_scale": 0.25}]}
+    >>> [c["variant"] for c in with_added_models_of(main, arm)["cells"]]
+    ['sinusoidal-concat', 'sinusoidal-add']
+    """
+    for name, value in (("results", results), ("arm", arm)):
+        if not isinstance(value, dict) or "cells" not in value:
+            raise TypeError(
+                f"{name} must be a results dict with 'cells', got {type(value).__name__}"
+            )
+    added = [c for c in arm["cells"] if c["variant"].endswith("-add")]
+    if not added:
+        raise ValueError("arm holds no added models")
+    codes = {c["variant"].split("-")[0] for c in added}
+    kept = [
+        c
+        for c in results["cells"]
+        if c["variant"].endswith("-concat") and c["variant"].split("-")[0] in codes
+    ]
+    return {"design": results["design"], "cells": kept + added}
 
 
 def budget_curve(

@@ -314,7 +314,10 @@ def learning_curve_figure(
 
 
 def comparison_figure(
-    comparisons: Sequence[Comparison], margin: float, confidence: float = 0.95
+    comparisons: Sequence[Comparison],
+    margin: float,
+    confidence: float = 0.95,
+    titles: Mapping[str, str] | None = None,
 ) -> Figure:
     """Concatenated minus added, with its Welch interval, for every regime and code.
 
@@ -327,6 +330,9 @@ def comparison_figure(
     confidence : float
         Confidence of the drawn Welch intervals, in (0, 1); e.g.
         ``1 - 0.05 / len(comparisons)`` for Bonferroni-simultaneous intervals.
+    titles : mapping of str to str, optional
+        The title of each code's panel (default ``"<code> codes"``), e.g. to
+        show two families of one code side by side under other names.
 
     Returns
     -------
@@ -384,7 +390,7 @@ def comparison_figure(
         ax.margins(x=0.25)
         ax.set_yticks(range(len(regimes)), regimes[::-1])
         ax.set_xlabel("concatenated minus added (accuracy points)")
-        ax.set_title(f"{code} codes")
+        ax.set_title(titles[code] if titles and code in titles else f"{code} codes")
     axes[0, 0].set_ylabel("regime (length, width, layers)")
     fig.suptitle(
         f"Difference of mean test accuracy, {100 * confidence:.4g}% Welch interval; "
