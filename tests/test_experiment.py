@@ -684,8 +684,9 @@ def test_design_round_trips_and_lists_its_cells():
     assert all(length >= 1 for length, *_ in design.regimes)
 
 
-def test_run_cell_chooses_the_rate_on_validation_and_is_deterministic():
-    design = Design(
+def tiny_design(**changes):
+    """A design small enough to train in a test: one regime, a few seeds and updates."""
+    values = dict(
         regimes=((5, 8, 1),),
         seeds=3,
         steps=30,
@@ -696,6 +697,11 @@ def test_run_cell_chooses_the_rate_on_validation_and_is_deterministic():
         n_test=30,
         learning_rates=(0.001, 0.05),
     )
+    return Design(**{**values, **changes})
+
+
+def test_run_cell_chooses_the_rate_on_validation_and_is_deterministic():
+    design = tiny_design()
     job = (5, 8, 1, "learned-concat", "parameters")
     cell = run_cell(design, job)
     assert cell["sweep_rates"][: len(design.learning_rates)] == list(design.learning_rates)
@@ -858,17 +864,8 @@ def test_token_scale_designs():
 
 
 def test_run_cell_trains_with_the_designs_token_scale():
-    small = Design(
-        regimes=((5, 16, 1),),
-        seeds=2,
-        steps=20,
-        eval_every=10,
-        n_train=40,
-        n_validation=20,
-        n_test=20,
-        learning_rates=(0.01,),
-        lower_rates=(),
-        higher_rates=(),
+    small = tiny_design(
+        regimes=((5, 16, 1),), seeds=2, learning_rates=(0.01,), lower_rates=(), higher_rates=()
     )
     job = (5, 16, 1, "sinusoidal-add", "width")
     plain = run_cell(small, job)
