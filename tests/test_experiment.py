@@ -876,3 +876,27 @@ def test_run_cell_trains_with_the_designs_token_scale():
     # Same seeds, same initial table: the factor alone shortens the tokens.
     np.testing.assert_allclose(before_short, 0.25 * before_plain, rtol=1e-3)
     assert "token_code_ratio" not in run_cell(small, (5, 16, 1, "none", "width"))
+
+
+def test_with_added_models_of_swaps_the_added_models_only():
+    from posenc.experiment import with_added_models_of
+
+    main = {
+        "design": Design().as_dict(),
+        "cells": [
+            {"variant": "sinusoidal-concat", "matching": "parameters", "tag": "main"},
+            {"variant": "sinusoidal-add", "matching": "width", "tag": "main"},
+            {"variant": "learned-add", "matching": "width", "tag": "main"},
+        ],
+    }
+    arm = {"cells": [{"variant": "sinusoidal-add", "matching": "width", "tag": "arm"}]}
+    out = with_added_models_of(main, arm)
+    assert out["design"] is main["design"]
+    assert [(c["variant"], c["tag"]) for c in out["cells"]] == [
+        ("sinusoidal-concat", "main"),
+        ("sinusoidal-add", "arm"),
+    ]
+    with pytest.raises(TypeError, match="arm must be a results dict"):
+        with_added_models_of(main, [])
+    with pytest.raises(ValueError, match="no added models"):
+        with_added_models_of(main, {"cells": main["cells"][:1]})
