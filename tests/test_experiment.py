@@ -900,3 +900,22 @@ def test_with_added_models_of_swaps_the_added_models_only():
         with_added_models_of(main, [])
     with pytest.raises(ValueError, match="no added models"):
         with_added_models_of(main, {"cells": main["cells"][:1]})
+
+
+def test_family_tests_follow_the_design_rule_and_reject_bad_input():
+    from posenc.experiment import family_tests
+
+    rng = np.random.default_rng(3)
+    low, high = rng.normal(0.5, 0.05, 20), rng.normal(0.8, 0.05, 20)
+    same = rng.normal(0.6, 0.002, (2, 30))
+    tests = family_tests({"up": (high, low), "down": (low, high), "same": tuple(same)}, Design())
+    assert tests["up"]["verdict"] == "first better"
+    assert tests["down"]["verdict"] == "second better"
+    assert tests["same"]["verdict"] == "equivalent" and not tests["same"]["ceiling"]
+    # Holm over the family of three: the smallest p-value is multiplied by 3
+    raw = [tests[k]["p"] for k in ("up", "down", "same")]
+    np.testing.assert_allclose([tests[k]["p_holm"] for k in ("up", "down", "same")], holm(raw))
+    with pytest.raises(TypeError, match="design must be a Design"):
+        family_tests({"x": (low, high)}, "design")
+    with pytest.raises(ValueError, match="at least one"):
+        family_tests({}, Design())

@@ -44,7 +44,7 @@ The designed experiment (the comparison that chapter 5's verdict rests on):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +81,7 @@ __all__ = [
     "compare_design",
     "design_task",
     "difference_interval",
+    "family_tests",
     "format_cells",
     "format_comparisons",
     "format_summary",
@@ -1830,6 +1831,55 @@ def cell_accuracy(
     return out
 
 
+def family_tests(pairs: Mapping[Any, tuple[Any, Any]], design: Design) -> dict[Any, dict[str, Any]]:
+    """The design's tests and verdict rule for one family of ``first - second`` pairs.
+
+    For every key, Welch's interval and test of ``mean(first) - mean(second)``,
+    the TOST against ``design.margin``, and whether both means reach
+    ``design.ceiling``; both sets of p-values are corrected with :func:`holm`
+    over the whole family. The verdict at ``design.alpha``: ``"first
+    better"`` or ``"second better"`` if the corrected difference test
+    rejects, else ``"equivalent"`` if the corrected TOST rejects, else
+    ``"undecided"`` (the ceiling is reported beside it, not as a verdict).
+
+    Examples
+    --------
+    >>> tests = family_tests({"x": ([0.9, 0.8, 0.85], [0.5, 0.4, 0.45])}, Design())
+    >>> tests["x"]["verdict"], round(tests["x"]["difference"], 2)
+    ('first better', 0.4)
+    """
+    if not isinstance(design, Design):
+        raise TypeError(f"design must be a Design, got {type(design).__name__}")
+    if not pairs:
+        raise ValueError("pairs must hold at least one (first, second) pair")
+    rows = {}
+    for key, (first, second) in pairs.items():
+        first = check_array(f"pairs[{key!r}][0]", first, ndim=1)
+        second = check_array(f"pairs[{key!r}][1]", second, ndim=1)
+        diff, low, high = difference_interval(first, second)
+        rows[key] = {
+            "first": first,
+            "second": second,
+            "difference": diff,
+            "low": low,
+            "high": high,
+            "p": welch_test(first, second)[2],
+            "p_tost": tost(first, second, design.margin)[0],
+            "ceiling": bool(min(first.mean(), second.mean()) >= design.ceiling),
+        }
+    p_holm = holm([r["p"] for r in rows.values()])
+    p_tost_holm = holm([r["p_tost"] for r in rows.values()])
+    for r, ph, pth in zip(rows.values(), p_holm, p_tost_holm, strict=True):
+        r["p_holm"], r["p_tost_holm"] = float(ph), float(pth)
+        if ph < design.alpha:
+            r["verdict"] = "first better" if r["difference"] > 0 else "second better"
+        elif pth < design.alpha:
+            r["verdict"] = "equivalent"
+        else:
+            r["verdict"] = "undecided"
+    return rows
+
+
 def compare_design(
     results: dict[str, Any], step: int | None = None, matching: str = "parameters"
 ) -> list[Comparison]:
@@ -1839,58 +1889,41 @@ def compare_design(
     concatenated models matched in ``matching``: ``"parameters"``, the
     primary family, or ``"width"``, the secondary one. The family is every
     comparison returned; both the difference tests and the TOSTs are
-    corrected over it with :func:`holm`. The verdict at level ``alpha``:
-    "concat better" or "add better" if the corrected difference test
-    rejects, else "equivalent" if the corrected TOST rejects (the difference
-    lies within ``±margin``), else "undecided".
+    corrected over it with :func:`holm`. The verdict at level ``alpha``
+    (:func:`family_tests`): "concat better" or "add better" if the
+    corrected difference test rejects, else "equivalent" if the corrected
+    TOST rejects (the difference lies within ``±margin``), else "undecided".
     """
     design = Design.from_dict(results["design"])
     acc = cell_accuracy(results, step, matching)
-    rows = []
+    pairs = {}
     for length, d_model, n_layers in design.regimes:
         for code in ("sinusoidal", "learned"):
             key_c = (length, d_model, n_layers, f"{code}-concat")
             key_a = (length, d_model, n_layers, f"{code}-add")
-            if key_c not in acc or key_a not in acc:
-                continue
-            concat, added = acc[key_c], acc[key_a]
-            diff, low, high = difference_interval(concat, added)
-            p = welch_test(concat, added)[2]
-            p_tost = tost(concat, added, design.margin)[0]
-            ceiling = min(concat.mean(), added.mean()) >= design.ceiling
-            rows.append(
-                [
-                    length,
-                    d_model,
-                    n_layers,
-                    code,
-                    concat,
-                    added,
-                    diff,
-                    low,
-                    high,
-                    p,
-                    p_tost,
-                    ceiling,
-                ]
-            )
-    if not rows:
+            if key_c in acc and key_a in acc:
+                pairs[length, d_model, n_layers, code] = acc[key_c], acc[key_a]
+    if not pairs:
         raise ValueError("results hold no pair of concatenated and added models")
-    p_holm = holm([r[9] for r in rows])
-    p_tost_holm = holm([r[10] for r in rows])
-    comparisons = []
-    for r, ph, pth in zip(rows, p_holm, p_tost_holm, strict=True):
-        diff = r[6]
-        if ph < design.alpha:
-            verdict = "concat better" if diff > 0 else "add better"
-        elif pth < design.alpha:
-            verdict = "equivalent"
-        else:
-            verdict = "undecided"
-        comparisons.append(
-            Comparison(*r[:9], r[9], float(ph), r[10], float(pth), r[11], verdict, matching)
+    names = {"first better": "concat better", "second better": "add better"}
+    return [
+        Comparison(
+            *key,
+            r["first"],
+            r["second"],
+            r["difference"],
+            r["low"],
+            r["high"],
+            r["p"],
+            r["p_holm"],
+            r["p_tost"],
+            r["p_tost_holm"],
+            r["ceiling"],
+            names.get(r["verdict"], r["verdict"]),
+            matching,
         )
-    return comparisons
+        for key, r in family_tests(pairs, design).items()
+    ]
 
 
 def with_added_models_of(results: dict[str, Any], arm: dict[str, Any]) -> dict[str, Any]:
