@@ -175,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", type=Path, default=SOURCE,
                         help="folder of master notebooks (default: assignments/source)")
     args = parser.parse_args(argv)
+    # Relative to where the command started, whatever folder a child process runs in.
+    args.source, args.out = args.source.resolve(), args.out.resolve()
     start = time.monotonic()
     try:
         seconds = build_all(args.names or None, out=args.out, source=args.source,

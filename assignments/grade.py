@@ -154,7 +154,9 @@ def child_environment(folder: Path) -> dict[str, str]:
     env = dict(os.environ)
     for variable in THREAD_VARIABLES:
         env[variable] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(folder), env.get("PYTHONPATH")) if p)
+    # The children may run in another folder: a relative entry of PYTHONPATH is made absolute.
+    inherited = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(folder).resolve()), *inherited])
     return env
 
 
@@ -1050,9 +1052,11 @@ def grade_folder(
         )
     if bwrap is None:
         print(UNSAFE_WARNING, file=sys.stderr)
+    # Absolute from here on: the reference run and the checks run with another working folder.
+    folder, source, dist = Path(folder).resolve(), Path(source).resolve(), Path(dist).resolve()
     master_path = find_master(assignment, source)
     master = read_master(master_path)
-    autograder = autograder or find_autograder(assignment, dist)
+    autograder = Path(autograder or find_autograder(assignment, dist)).resolve()
     questions = read_questions(autograder)
     submissions, skipped = find_submissions(folder)
     rows: list[Row] = []
@@ -1164,6 +1168,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="grade without a sandbox when bubblewrap is missing (see below)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    # A relative path is relative to where the command started (the repository, for `make
+    # grade`): made absolute at once, since the reference run works in a temporary folder.
+    for name in ("submissions", "source", "dist", "autograder"):
+        if getattr(args, name) is not None:
+            setattr(args, name, getattr(args, name).resolve())
+    args.out = Path(os.path.abspath(args.out))
     start = time.monotonic()
     try:
         questions, rows, skipped = grade_folder(
