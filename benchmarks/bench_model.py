@@ -23,10 +23,14 @@ machine at this moment (little, and on a busy machine a large loss). The
 variants are timed in turns, several times, and each keeps its best time, so
 that other processes' load falls on all of them alike. Run with
 ``make bench`` or ``.venv/bin/python benchmarks/bench_model.py``.
+
+With ``BENCH_QUICK=1`` (as the tests run it) every variant is timed once, over fewer
+steps: the numbers then only show that the benchmark runs.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -37,8 +41,9 @@ from posenc.tasks import make_task
 
 SEEDS = tuple(range(5))
 BATCH = 32
-STEPS = 40
-ROUNDS = 7
+QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+STEPS = 4 if QUICK else 40
+ROUNDS = 1 if QUICK else 7
 
 
 def build(seeds, dtype="float32"):
@@ -95,7 +100,9 @@ def main() -> None:
     throughput()
 
 
-def throughput(n_copies: int = 20, batch: int = 16, steps: int = 5, rounds: int = 3) -> None:
+def throughput(
+    n_copies: int = 20, batch: int = 16, steps: int = 5, rounds: int = 1 if QUICK else 3
+) -> None:
     """(d): model-updates per second, stacked and separate, at the sizes of the experiment."""
     print("(d) model-updates per second (one copy, one mini-batch of 16):")
     for length, layers in ((8, 1), (32, 1), (64, 1), (32, 2), (64, 2)):

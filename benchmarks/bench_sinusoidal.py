@@ -13,11 +13,15 @@ Prints
 Targets: (a) at most 0.5 with the difference at most 1e-12; (b) at least 50.
 Each time is the minimum over several repetitions, to keep other processes'
 noise out. Run with ``make bench`` or ``.venv/bin/python benchmarks/bench_sinusoidal.py``.
+
+With ``BENCH_QUICK=1`` (as the tests run it) each time is the best of one or two runs:
+the numbers then only show that the benchmark runs.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 
 import mpmath
@@ -25,8 +29,11 @@ import numpy as np
 
 from posenc import frequencies, sinusoidal
 
+QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+
 
 def best_time(func, repeat: int) -> float:
+    repeat = min(repeat, 2) if QUICK else repeat
     times = []
     for _ in range(repeat):
         start = time.perf_counter()

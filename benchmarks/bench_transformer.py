@@ -15,10 +15,14 @@ a fixed bias table, T5 looks up a learned one, so each should cost at most
 1.5 times NoPE. The methods are timed in turns, several times, and each keeps
 its best time, so that other processes' load falls on all of them alike.
 Run with ``make bench`` or ``.venv/bin/python benchmarks/bench_transformer.py``.
+
+With ``BENCH_QUICK=1`` (as the tests run it) every method is timed once, over one step:
+the numbers then only show that the benchmark runs.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -31,8 +35,9 @@ from posenc.transformer import POSITION_METHODS, CausalTransformer
 SEEDS = tuple(range(10))
 BATCH = 16
 LENGTH = 16
-STEPS = 5
-ROUNDS = 5
+QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+STEPS = 1 if QUICK else 5
+ROUNDS = 1 if QUICK else 5
 DTYPE = "float32"  # the experiment's
 
 

@@ -22,6 +22,9 @@ much less so. NumPy's BLAS may use several threads even for the small
 matrices here, which only costs time when the cores are busy: on a shared
 machine, compare with ``OPENBLAS_NUM_THREADS=1``. Run with ``make bench`` or
 ``.venv/bin/python benchmarks/bench_widgets.py``.
+
+With ``BENCH_QUICK=1`` (as the tests run it) each slider changes 4 times: the numbers
+then only show that the benchmark runs.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from posenc.widgets import (
 )
 
 TARGET_MS = 100.0
-CHANGES = 40  # value changes per slider
+CHANGES = 4 if os.environ.get("BENCH_QUICK", "") not in ("", "0") else 40  # per slider
 
 
 def latencies(slider, values) -> tuple[list[float], list[float]]:
