@@ -772,12 +772,43 @@ def test_the_sweep_extends_the_grid_past_a_chosen_edge():
     )
     cell = run_cell(design, (5, 8, 1, "learned-add", "width"))
     rates, scores = cell["sweep_rates"], cell["sweep_validation"]
-    # 2e-6 is an edge: 0.03 is tried; if 0.03 wins, it is the new edge and 1e-5 is tried.
-    assert rates[:3] == [1e-6, 2e-6, 0.03]
-    assert scores[2] > max(scores[:2])  # at 30 updates, only the large rate learns
-    assert rates == [1e-6, 2e-6, 0.03, 1e-5]
-    assert cell["learning_rate"] == 0.03
-    assert 1e-7 not in rates  # the smallest rate never won, so the grid was not extended down
+    # At 30 updates the two tiny rates cannot be told apart: the smaller is tied with
+    # the best, so the grid goes down first (1e-7); the best is then the largest tried
+    # (2e-6), so 0.03 is tried; 0.03 is the new largest and best, so 1e-5 is tried.
+    assert rates == [1e-6, 2e-6, 1e-7, 0.03, 1e-5]
+    assert scores[3] > max(scores[:3])  # only the large rate learns
+    assert cell["learning_rate"] == 0.03 and cell["sweep_tied"] == [0.03]
+    per_seed = np.asarray(cell["sweep_validation_loss_per_seed"])
+    assert per_seed.shape == (5, design.sweep_seeds)
+    np.testing.assert_allclose(per_seed.mean(axis=1), cell["sweep_validation_loss"], atol=1e-6)
+    # The old rule (band 0) is the plain lowest mean: the same rate here.
+    exact = run_cell(
+        replace(design, tie_band=0.0, tie_tolerance=0.0), (5, 8, 1, "learned-add", "width")
+    )
+    assert exact["learning_rate"] == min(
+        exact["sweep_rates"],
+        key=lambda r: exact["sweep_validation_loss"][exact["sweep_rates"].index(r)],
+    )
+
+
+def test_a_cell_can_be_rerun_at_a_given_rate_and_seeds():
+    design = Design(
+        regimes=((5, 8, 1),),
+        seeds=3,
+        steps=20,
+        eval_every=10,
+        n_train=60,
+        n_validation=30,
+        n_test=30,
+    )
+    job = (5, 8, 1, "learned-add", "width")
+    full = run_cell(design, job, learning_rate=0.03)
+    assert full["sweep_rates"] == [] and full["learning_rate"] == 0.03
+    part = run_cell(design, job, learning_rate=0.03, seeds=[2, 0])
+    acc, sub = np.asarray(full["test_accuracy"]), np.asarray(part["test_accuracy"])
+    np.testing.assert_array_equal(sub, acc[:, [2, 0]])  # a seed trains the same alone
+    with pytest.raises(ValueError, match="learning_rate"):
+        run_cell(design, job, learning_rate=-1.0)
 
 
 def test_compare_design_keeps_the_two_matchings_apart():

@@ -30,6 +30,7 @@ from posenc.extrapolation import (
     run_cell,
     total_steps,
 )
+from posenc.stats import choose_rate
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "ch7_extrapolation.json"
 # The sensitivity analysis: the same grid, rates chosen by validation loss.
@@ -151,11 +152,20 @@ def test_drop_beyond_train_is_the_undiluted_change():
         drop_tests(config, cells, beyond_train=1)
 
 
-def _chosen(cell: dict, rates, rule: str = "accuracy") -> float:
-    """The rate the rule picks: best accuracy (ties to the smaller rate) or lowest loss."""
-    if rule == "loss":
-        return min(rates, key=lambda r: (cell["validation_loss"][repr(r)], r))
-    return max(rates, key=lambda r: (cell["validation"][repr(r)], -r))
+def _chosen(cell: dict, rates, rule: str = "accuracy", config=None) -> float:
+    """The rate the rule picks: the smallest rate tied with the best accuracy or loss."""
+    config = ExtrapolationConfig() if config is None else config
+    key = "validation_per_seed" if rule == "accuracy" else "validation_loss_per_seed"
+    scores = [cell[key][repr(r)] for r in rates]
+    i, tied = choose_rate(
+        rates,
+        scores,
+        higher_is_better=rule == "accuracy",
+        band=config.tie_band,
+        tolerance=config.tie_tolerance,
+    )
+    assert cell["tied_rates"] == [rates[j] for j in tied]
+    return rates[i]
 
 
 @pytest.mark.parametrize(("path", "rule"), [(RESULTS, "accuracy"), (BY_LOSS, "loss")])
@@ -222,7 +232,7 @@ def test_a_small_design_end_to_end():
     work = []
     cell = run_cell(config, "offset", "rope", progress=work.append)
     assert sum(work) == pytest.approx(total_steps(config))
-    assert cell["validation_seeds"] == [1000, 1001, 1100, 1101]
+    assert cell["validation_seeds"] == [1000, 1001, 1002, 1003, 1100, 1101, 1102, 1103]
     assert cell["learning_rate"] == _chosen(cell, config.learning_rates, config.rate_selection)
     assert set(cell["budget"]) == {"3", "6"} and len(cell["accuracy"]) == 2
     assert set(cell["finetune"]) == {"linear@2", "none@2", "linear@4", "none@4"}

@@ -55,6 +55,7 @@ from threadpoolctl import threadpool_limits
 from .encodings import sinusoidal
 from .model import AttentionClassifier, TrainingHistory, _softmax_last, check_seeds, train
 from .similarity import cosine_similarity_matrix
+from .stats import choose_rate
 from .tasks import TaskData
 from .validation import check_array, check_choice, check_integer, check_real
 
@@ -1052,6 +1053,12 @@ class Design:
     sweep_seeds : int
         Seeds per candidate in the sweep (seeds ``1000, 1001, ...``: none is
         a seed of the main runs).
+    tie_band, tie_tolerance : float
+        With ``selection="loss"``: rates whose mean validation loss lies
+        within ``tie_band`` standard errors of the difference (or within
+        ``tie_tolerance`` nats) of the lowest are tied, and the smallest of
+        them is kept (:func:`posenc.stats.choose_rate`). Files from before
+        these fields were chosen by the lowest mean alone (both 0).
     margin : float
         Equivalence margin of the TOST, as a difference of accuracies.
     alpha : float
@@ -1104,7 +1111,9 @@ class Design:
     learning_rates: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1)
     lower_rates: tuple[float, ...] = (0.001, 0.0003)
     higher_rates: tuple[float, ...] = (0.3,)
-    sweep_seeds: int = 2
+    sweep_seeds: int = 4
+    tie_band: float = 2.0
+    tie_tolerance: float = 1e-3
     margin: float = 0.03
     alpha: float = 0.05
     threshold: float = 0.5
@@ -1141,6 +1150,8 @@ class Design:
         values = dict(values)
         values.setdefault("selection", "accuracy")  # files from before the field existed
         values.setdefault("token_scale", "1")
+        values.setdefault("tie_band", 0.0)  # files from before the noise-tolerant rule
+        values.setdefault("tie_tolerance", 0.0)
         values["regimes"] = tuple(tuple(int(v) for v in r) for r in values["regimes"])
         values["models"] = tuple(tuple(m) for m in values["models"])
         for name in ("learning_rates", "lower_rates", "higher_rates"):
@@ -1195,20 +1206,33 @@ def steps_to_threshold(steps: Any, accuracy: Any, threshold: float) -> np.ndarra
     return first.astype(float)
 
 
-def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, Any]:
+def run_cell(
+    design: Design,
+    job: tuple[int, int, int, str, str],
+    *,
+    learning_rate: float | None = None,
+    seeds: Sequence[int] | None = None,
+) -> dict[str, Any]:
     """Train one cell of the design: the learning-rate sweep, then every seed.
 
     The sweep trains ``sweep_seeds`` copies per candidate rate, all stacked in
     one model with a learning rate per copy, and scores each rate on the
-    validation set after the full budget: by its mean cross-entropy, lowest
-    best, with ``design.selection == "loss"`` (ties: the smaller rate; a
-    diverged copy's loss counts as infinite), or by its mean accuracy with
-    ``"accuracy"`` (ties: the mean at half the budget, then the smaller
-    rate). Both scores are recorded whichever chooses. While the best rate is the
-    smallest (largest) tried, the next of ``lower_rates`` (``higher_rates``)
-    is tried too, until none is left. The main run then trains seeds
-    ``0 .. seeds - 1`` with the chosen rate and records the test accuracy
-    every ``eval_every`` updates.
+    validation set after the full budget. With ``design.selection == "loss"``
+    the score is the cross-entropy of each copy (a diverged copy makes its
+    rate ineligible) and :func:`posenc.stats.choose_rate` keeps the smallest
+    rate whose mean lies within ``design.tie_band`` standard errors (or
+    ``design.tie_tolerance`` nats) of the lowest mean: rates the sweep cannot
+    tell apart are tied, and rounding does not break the tie. With
+    ``"accuracy"`` (the first runs) the highest mean accuracy wins (ties: the
+    mean at half the budget, then the smaller rate). Both scores are recorded
+    whichever chooses. While the smallest rate tried is tied with the best
+    (the best rate is the largest tried), the next of ``lower_rates``
+    (``higher_rates``) is tried too, until none is left. The main run then
+    trains seeds ``0 .. seeds - 1`` with the chosen rate and records the test
+    accuracy every ``eval_every`` updates.
+
+    ``learning_rate`` skips the sweep and trains at that rate (a spot check
+    of a stored cell); ``seeds`` trains those seeds instead of the design's.
 
     Returns
     -------
@@ -1247,6 +1271,7 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
     final: list[float] = []
     middle: list[float] = []
     losses: list[float] = []
+    per_seed: list[list[float]] = []
 
     def sweep(candidates: Sequence[float]) -> None:
         # Seeds 1000, 1001, ... in the order the rates are tried: none is a main seed.
@@ -1272,27 +1297,36 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
             loss = model.loss(task.validation_tokens, task.validation_labels).astype(float)
         loss[~np.isfinite(loss)] = np.inf
         losses.extend(loss.reshape(shape).mean(axis=1).tolist())
+        per_seed.extend(loss.reshape(shape).tolist())
 
-    def best() -> float:
+    def best() -> tuple[float, list[float], float]:
+        """The chosen rate, the rates tied with the best, and the best (lowest-loss) rate."""
         if design.selection == "loss":
-            i = min(range(len(tried)), key=lambda i: (losses[i], tried[i]))
-        else:
-            i = min(range(len(tried)), key=lambda i: (-final[i], -middle[i], tried[i]))
-        return tried[i]
+            i, tied = choose_rate(
+                tried, per_seed, band=design.tie_band, tolerance=design.tie_tolerance
+            )
+            lowest = min(range(len(tried)), key=lambda i: (losses[i], tried[i]))
+            return tried[i], [tried[j] for j in tied], tried[lowest]
+        i = min(range(len(tried)), key=lambda i: (-final[i], -middle[i], tried[i]))
+        return tried[i], [tried[i]], tried[i]
 
-    sweep(design.learning_rates)
-    lower = [r for r in design.lower_rates if r not in tried]
-    higher = [r for r in design.higher_rates if r not in tried]
-    while True:
-        rate = best()
-        if rate == min(tried) and lower:
-            sweep([lower.pop(0)])
-        elif rate == max(tried) and higher:
-            sweep([higher.pop(0)])
-        else:
-            break
-
-    model = _build(spec, task, tuple(range(design.seeds)), design.dtype, scale)
+    if learning_rate is None:
+        sweep(design.learning_rates)
+        lower = [r for r in design.lower_rates if r not in tried]
+        higher = [r for r in design.higher_rates if r not in tried]
+        while True:
+            rate, tied, lowest = best()
+            if min(tried) in tied and lower:
+                sweep([lower.pop(0)])
+            elif lowest == max(tried) and higher:
+                sweep([higher.pop(0)])
+            else:
+                break
+    else:
+        rate = check_real("learning_rate", learning_rate, positive=True)
+        tied = [rate]
+    seeds = tuple(range(design.seeds)) if seeds is None else tuple(int(s) for s in seeds)
+    model = _build(spec, task, seeds, design.dtype, scale)
     ratio_start = token_code_ratio(model) if spec.position != "none" else None
     history = train(
         model,
@@ -1329,6 +1363,10 @@ def run_cell(design: Design, job: tuple[int, int, int, str, str]) -> dict[str, A
         "sweep_rates": tried,
         "sweep_validation": [round(float(a), 6) for a in final],
         "sweep_validation_loss": [round(float(x), 6) if math.isfinite(x) else None for x in losses],
+        "sweep_validation_loss_per_seed": [
+            [round(float(x), 6) if math.isfinite(x) else None for x in row] for row in per_seed
+        ],
+        "sweep_tied": tied,
         "learning_rate": rate,
         "steps": history.steps.tolist(),
         "test_accuracy": np.round(history.test_accuracy, 6).tolist(),

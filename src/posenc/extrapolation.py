@@ -34,6 +34,7 @@ from threadpoolctl import threadpool_limits
 from .experiment import holm, mean_confidence_interval  # one Holm adjustment
 from .lengthtasks import LENGTH_TASKS, make_length_batch
 from .scaling import scaled_frequencies, yarn_attention_factor
+from .stats import choose_rate
 from .transformer import POSITION_METHODS, CausalTransformer, train_causal
 from .validation import check_array, check_integer, check_real
 
@@ -81,7 +82,10 @@ class ExtrapolationConfig:
     by the lowest mean cross-entropy (``"loss"``, the sensitivity analysis
     of chapter 7: where several rates reach an accuracy of 1, the first
     rule keeps the smallest of them and the second the one that trained
-    furthest).
+    furthest). Rates within ``tie_band`` standard errors (or within
+    ``tie_tolerance``) of the best are tied and the smallest is kept
+    (:func:`posenc.stats.choose_rate`); files from before these fields kept
+    the best mean alone, ties to the smaller rate (both 0).
     """
 
     vocab_size: int = 16
@@ -96,7 +100,7 @@ class ExtrapolationConfig:
     checkpoints: tuple[int, ...] = (250, 500, 1000)
     batch_size: int = 16
     learning_rates: tuple[float, ...] = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
-    validation_seeds: tuple[int, ...] = (1000, 1001)
+    validation_seeds: tuple[int, ...] = (1000, 1001, 1002, 1003)
     seeds: tuple[int, ...] = tuple(range(20))
     n_test: int = 128
     test_seed: int = 12345
@@ -106,6 +110,8 @@ class ExtrapolationConfig:
     ntk_alphas: tuple[float, ...] = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
     margin: float = 0.05
     rate_selection: str = "accuracy"
+    tie_band: float = 2.0
+    tie_tolerance: float = 1e-3
     dtype: str = "float32"
     methods: tuple[str, ...] = POSITION_METHODS
     tasks: tuple[str, ...] = LENGTH_TASKS
@@ -198,23 +204,28 @@ def _train(model: CausalTransformer, config: ExtrapolationConfig, task: str, lr:
 def _best(
     config: ExtrapolationConfig,
     rates: Sequence[float],
-    scores: Sequence[float],
-    losses: Sequence[float],
-) -> int:
-    """Index of the rate chosen by ``config.rate_selection``; exact ties go to the smaller rate.
+    scores: np.ndarray,
+    losses: np.ndarray,
+) -> tuple[int, list[int]]:
+    """The rate ``config.rate_selection`` keeps, and the rates tied with the best.
 
-    Several rates often reach a validation accuracy of exactly 1; the
-    accuracy rule then keeps the smallest of them, the loss rule the one
-    whose answers are most confident (usually the largest that does not
-    diverge).
+    ``scores`` and ``losses`` hold one value per validation copy, the
+    ``k`` copies of each rate consecutive. Rates within ``config.tie_band``
+    standard errors (or ``config.tie_tolerance``) of the best mean accuracy
+    (``"accuracy"``) or cross-entropy (``"loss"``) are tied, and the smallest
+    of them is kept (:func:`posenc.stats.choose_rate`): where several rates
+    reach an accuracy of 1 the accuracy rule keeps the smallest of them, and
+    rounding never breaks a tie. A diverged copy (NaN) makes its rate ineligible.
     """
-    if config.rate_selection == "accuracy":
-        return max(range(len(rates)), key=lambda j: (scores[j], -rates[j]))
-
-    def key(j: int) -> tuple[float, float]:  # a diverged (NaN) rate never wins
-        return (losses[j] if np.isfinite(losses[j]) else np.inf, rates[j])
-
-    return min(range(len(rates)), key=key)
+    by_accuracy = config.rate_selection == "accuracy"
+    values = np.asarray(scores if by_accuracy else losses, dtype=float)
+    return choose_rate(
+        rates,
+        values.reshape(len(rates), -1),
+        higher_is_better=by_accuracy,
+        band=config.tie_band,
+        tolerance=config.tie_tolerance,
+    )
 
 
 def _per_rate(values: np.ndarray, n_rates: int, k: int) -> list[float]:
@@ -271,13 +282,17 @@ def run_cell(
         )
         validation = _test_batch(config, task, config.validation_seed, length)
         per_copy = np.nanmean(candidates.accuracy_by_position(validation), axis=1)
+        per_copy_loss = candidates.losses(validation)
         scores = _per_rate(per_copy, len(rates), k)
-        losses = _per_rate(candidates.losses(validation), len(rates), k)
-        best = _best(config, rates, scores, losses)
+        losses = _per_rate(per_copy_loss, len(rates), k)
+        best, tied = _best(config, rates, per_copy, per_copy_loss)
         learning_rate = rates[best]
         chosen_copies = candidates.subset(range(best * k, (best + 1) * k))
         out["validation"] = {repr(lr): sc for lr, sc in zip(rates, scores, strict=True)}
         out["validation_loss"] = {repr(lr): v for lr, v in zip(rates, losses, strict=True)}
+        out["validation_per_seed"] = _by_rate(rates, per_copy, k)
+        out["validation_loss_per_seed"] = _by_rate(rates, per_copy_loss, k)
+        out["tied_rates"] = [rates[j] for j in tied]
         out["validation_seeds"] = val_seeds
     out["learning_rate"] = learning_rate
     out["seeds"] = list(seeds)
@@ -384,9 +399,11 @@ def _finetune(config, model, chosen, task, test, progress) -> tuple[dict, dict]:
                 progress=progress,
             )
             per_copy = np.nanmean(trial.accuracy_by_position(validation, frequencies=freqs), 1)
+            per_copy_loss = trial.losses(validation, frequencies=freqs)
             scores = _per_rate(per_copy, len(rates), k)
-            losses = _per_rate(trial.losses(validation, frequencies=freqs), len(rates), k)
-            rate = rates[_best(config, rates, scores, losses)]
+            losses = _per_rate(per_copy_loss, len(rates), k)
+            best, tied = _best(config, rates, per_copy, per_copy_loss)
+            rate = rates[best]
             tuned = copy.deepcopy(model)
             _train(
                 tuned,
@@ -405,8 +422,18 @@ def _finetune(config, model, chosen, task, test, progress) -> tuple[dict, dict]:
                 "learning_rate": rate,
                 "validation": {repr(r): sc for r, sc in zip(rates, scores, strict=True)},
                 "validation_loss": {repr(r): v for r, v in zip(rates, losses, strict=True)},
+                "tied_rates": [rates[j] for j in tied],
             }
     return result, selection
+
+
+def _by_rate(rates: Sequence[float], per_copy: Any, k: int) -> dict[str, list[float | None]]:
+    """Each rate's ``k`` per-copy values (``None`` where not finite), keyed by ``repr(rate)``."""
+    values = np.asarray(per_copy, dtype=float).reshape(len(rates), k)
+    return {
+        repr(r): [float(v) if np.isfinite(v) else None for v in row]
+        for r, row in zip(rates, values, strict=True)
+    }
 
 
 def _jsonable(accuracy: np.ndarray) -> list[list[float | None]]:
@@ -498,6 +525,7 @@ def _config_dict(config: ExtrapolationConfig) -> dict[str, Any]:
 
 def config_from_dict(data: dict[str, Any]) -> ExtrapolationConfig:
     """Rebuild the configuration stored in a results file."""
+    data = {"tie_band": 0.0, "tie_tolerance": 0.0, **data}  # files from before the tie rule
     return ExtrapolationConfig(
         **{k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items()}
     )
