@@ -245,14 +245,21 @@ def test_grading_the_fixture_folder(built: Path, tmp_path: Path) -> None:
                "--jobs", "2", "--quiet"]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    with open(out, newline="", encoding="utf-8") as handle:
+    assert sorted(p.name for p in FIXTURES.iterdir()) == sorted(EXPECTED)
+    assert_graded_as_expected(out, EXPECTED)
+
+
+def assert_graded_as_expected(csv_path: Path, expected: dict) -> None:
+    """The CSV of assignment 2 has exactly the rows of ``expected`` (submission -> status,
+    scores q1..q5, phrases of the reason), with those scores. tests/test_readme_commands.py
+    checks `make grade` with it."""
+    with open(csv_path, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["submission", "status", "q1", "q2", "q3", "q4", "q5", "total",
-                             "possible", "reason"]
-    assert sorted(r["submission"] for r in rows) == sorted(p.name for p in FIXTURES.iterdir())
-    assert set(EXPECTED) == {r["submission"] for r in rows}
+    assert rows and list(rows[0]) == ["submission", "status", "q1", "q2", "q3", "q4", "q5",
+                                      "total", "possible", "reason"]
+    assert sorted(r["submission"] for r in rows) == sorted(expected)
     for row in rows:
-        status, scores, reasons = EXPECTED[row["submission"]]
+        status, scores, reasons = expected[row["submission"]]
         got = [float(row[q]) for q in ("q1", "q2", "q3", "q4", "q5")]
         assert row["status"] == status, row
         assert got == pytest.approx(scores, abs=1e-4), row
