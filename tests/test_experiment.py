@@ -707,14 +707,22 @@ def test_run_cell_chooses_the_rate_on_validation_and_is_deterministic():
     assert cell["sweep_rates"][: len(design.learning_rates)] == list(design.learning_rates)
     assert len(cell["sweep_validation"]) == len(cell["sweep_rates"])
     assert len(cell["sweep_validation_loss"]) == len(cell["sweep_rates"])
-    assert design.selection == "loss"  # the default: the lowest validation cross-entropy
-    best = int(np.argmin(cell["sweep_validation_loss"]))
-    assert cell["learning_rate"] == cell["sweep_rates"][best]
+    # The default: the smallest rate within one point of the best mean validation accuracy.
+    assert design.selection == "accuracy" and design.tie_tolerance == 0.01
+    acc = np.asarray(cell["sweep_validation"])
+    tied = sorted(r for r, a in zip(cell["sweep_rates"], acc, strict=True) if a >= acc.max() - 0.01)
+    assert cell["sweep_tied"] == tied and cell["learning_rate"] == tied[0]
+    per_seed = np.asarray(cell["sweep_validation_per_seed"])
+    np.testing.assert_allclose(per_seed.mean(axis=1), acc, atol=1e-6)
     assert np.array(cell["test_accuracy"]).shape == (4, 3) and cell["steps"] == [0, 10, 20, 30]
     assert cell["n_parameters"] != cell["reference_parameters"] or cell["d_token"] == 8
     assert run_cell(design, job) == cell
-    # Selecting by accuracy, the rule of the first runs, is still available.
-    by_accuracy = run_cell(replace(design, selection="accuracy"), job)
+    # The rules of the earlier runs are still available: the lowest mean loss ...
+    by_loss = run_cell(replace(design, selection="loss", tie_tolerance=0.0), job)
+    best = int(np.argmin(by_loss["sweep_validation_loss"]))
+    assert by_loss["learning_rate"] == by_loss["sweep_rates"][best]
+    # ... and the highest mean accuracy with exact ties only.
+    by_accuracy = run_cell(replace(design, tie_tolerance=0.0), job)
     best = int(np.argmax(by_accuracy["sweep_validation"]))
     assert by_accuracy["learning_rate"] == by_accuracy["sweep_rates"][best]
     with pytest.raises(ValueError, match="selection must be one of"):
@@ -772,23 +780,14 @@ def test_the_sweep_extends_the_grid_past_a_chosen_edge():
     )
     cell = run_cell(design, (5, 8, 1, "learned-add", "width"))
     rates, scores = cell["sweep_rates"], cell["sweep_validation"]
-    # At 30 updates the two tiny rates cannot be told apart: the smaller is tied with
-    # the best, so the grid goes down first (1e-7); the best is then the largest tried
-    # (2e-6), so 0.03 is tried; 0.03 is the new largest and best, so 1e-5 is tried.
-    assert rates == [1e-6, 2e-6, 1e-7, 0.03, 1e-5]
-    assert scores[3] > max(scores[:3])  # only the large rate learns
+    # 2e-6 is the best and the largest: 0.03 is tried; 0.03 is then the best and the
+    # largest, so 1e-5 is tried; the smallest rate never ties with the best, so the grid
+    # is not extended down (1e-7 is never tried).
+    assert rates == [1e-6, 2e-6, 0.03, 1e-5]
+    assert scores[2] > max(scores[:2]) + 0.01  # at 30 updates, only the large rate learns
     assert cell["learning_rate"] == 0.03 and cell["sweep_tied"] == [0.03]
-    per_seed = np.asarray(cell["sweep_validation_loss_per_seed"])
-    assert per_seed.shape == (5, design.sweep_seeds)
-    np.testing.assert_allclose(per_seed.mean(axis=1), cell["sweep_validation_loss"], atol=1e-6)
-    # The old rule (band 0) is the plain lowest mean: the same rate here.
-    exact = run_cell(
-        replace(design, tie_band=0.0, tie_tolerance=0.0), (5, 8, 1, "learned-add", "width")
-    )
-    assert exact["learning_rate"] == min(
-        exact["sweep_rates"],
-        key=lambda r: exact["sweep_validation_loss"][exact["sweep_rates"].index(r)],
-    )
+    for key in ("sweep_validation_per_seed", "sweep_validation_loss_per_seed"):
+        assert np.asarray(cell[key]).shape == (4, design.sweep_seeds)
 
 
 def test_a_cell_can_be_rerun_at_a_given_rate_and_seeds():

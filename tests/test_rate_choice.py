@@ -25,7 +25,7 @@ def test_rates_within_the_noise_are_tied_and_the_smallest_is_kept():
         [0.30, 0.20, 0.40, 0.26],  # the lowest mean, noisy
         [0.90, 2.00, 1.50, 0.40],  # diverging sometimes: noisy and high
     ]
-    chosen, tied = choose_rate(rates, scores)
+    chosen, tied = choose_rate(rates, scores, band=2)
     assert tied == [1, 2] and chosen == 1
     # The band grows with the noise of the two means compared: with band 0 the best wins.
     assert choose_rate(rates, scores, band=0)[0] == 2
@@ -40,7 +40,7 @@ def test_a_tolerance_ties_rates_whose_seeds_all_agree():
 
 def test_a_diverged_copy_makes_its_rate_ineligible():
     scores = [[0.5, 0.5], [0.1, np.inf], [0.2, np.nan]]
-    assert choose_rate([0.01, 0.03, 0.1], scores) == (0, [0])
+    assert choose_rate([0.01, 0.03, 0.1], scores, band=2) == (0, [0])
     # every rate diverged: the smallest is kept (nothing else to go by)
     assert choose_rate([0.1, 0.03], [[np.inf], [np.nan]]) == (1, [1])
 
@@ -58,7 +58,7 @@ def test_last_bit_perturbations_do_not_move_the_choice_of_tied_rates():
     for _ in range(2000):
         noisy = base * (1 + 1e-6 * rng.standard_normal(base.shape))
         plain.add(choose_rate(rates, noisy, band=0)[0])
-        rule.add(choose_rate(rates, noisy)[0])
+        rule.add(choose_rate(rates, noisy, tolerance=0.01)[0])
     assert plain == {0, 1}  # the exact rule lets rounding decide
     assert rule == {0}
 
@@ -66,23 +66,25 @@ def test_last_bit_perturbations_do_not_move_the_choice_of_tied_rates():
 def test_the_rule_is_steadier_than_the_best_mean_when_seeds_are_redrawn():
     """Fresh sweep seeds (as on another machine): the choice moves less often.
 
-    Three rates, the larger two equally good in truth (a flat bottom), the
-    smallest clearly worse. Redrawing the four sweep seeds 2,000 times, the
-    plain best mean splits about evenly between the two good rates; the
-    band rule keeps the smaller one in at least 90% of the draws (measured
-    with this fixed generator: deterministic).
+    Validation accuracies of four seeds at three rates: the larger two both
+    saturate (every seed at 100%, as in many cells of chapter 5), the
+    smallest sometimes loses a seed. Redrawing the seeds 2,000 times, the
+    plain best mean splits between the two good rates by the last digits
+    (54% and 42% with this generator), while the tolerance rule keeps the
+    smaller good rate unless one of its seeds fails (81%; deterministic).
     """
     rng = np.random.default_rng(7)
-    truth = np.array([0.8, 0.3, 0.3])
+    fail = np.array([0.5, 0.04, 0.04])  # chance that a seed of each rate fails
     rates = [0.003, 0.01, 0.03]
     plain, rule = [], []
     for _ in range(2000):
-        draw = truth[:, None] + 0.05 * rng.standard_normal((3, 4))
-        plain.append(choose_rate(rates, draw, band=0)[0])
-        rule.append(choose_rate(rates, draw)[0])
+        failed = rng.random((3, 4)) < fail[:, None]
+        draw = np.where(failed, 0.3, 1.0 - 0.002 * rng.integers(0, 2, (3, 4)))
+        plain.append(choose_rate(rates, draw, higher_is_better=True)[0])
+        rule.append(choose_rate(rates, draw, higher_is_better=True, tolerance=0.01)[0])
     share_plain = max(np.bincount(plain, minlength=3)) / 2000
-    share_rule = max(np.bincount(rule, minlength=3)) / 2000
-    assert share_plain < 0.6 and share_rule > 0.9
+    share_rule = np.bincount(rule, minlength=3)[1] / 2000
+    assert share_plain < 0.6 and share_rule > 0.75
 
 
 @pytest.mark.parametrize(

@@ -1054,11 +1054,13 @@ class Design:
         Seeds per candidate in the sweep (seeds ``1000, 1001, ...``: none is
         a seed of the main runs).
     tie_band, tie_tolerance : float
-        With ``selection="loss"``: rates whose mean validation loss lies
-        within ``tie_band`` standard errors of the difference (or within
-        ``tie_tolerance`` nats) of the lowest are tied, and the smallest of
-        them is kept (:func:`posenc.stats.choose_rate`). Files from before
-        these fields were chosen by the lowest mean alone (both 0).
+        Rates whose mean validation score lies within ``tie_tolerance`` of
+        the best (or within ``tie_band`` standard errors of the difference)
+        are tied, and the smallest of them is kept
+        (:func:`posenc.stats.choose_rate`), so that rounding never decides
+        between rates that score the same. Files from before these fields
+        (both 0) kept the best mean alone, with the ties described under
+        ``selection``.
     margin : float
         Equivalence margin of the TOST, as a difference of accuracies.
     alpha : float
@@ -1079,13 +1081,17 @@ class Design:
         :math:`\sqrt{d_{\mathrm{model}}}` factor). A fixed factor also scales every
         update of the token vectors, so they stay short throughout training.
     selection : {"loss", "accuracy"}
-        The validation score of the sweep: ``"loss"``, the lowest mean
-        cross-entropy (ties: the smaller rate), or ``"accuracy"``, the
-        highest mean accuracy (ties: the mean at half the budget, then the
-        smaller rate). Accuracy saturates: where several rates reach about
-        100 % it cannot tell them apart, and the cross-entropy still can.
-        The first runs selected by accuracy (a results file without this
-        field was made so); the loss was adopted after they had been seen.
+        The validation score of the sweep: ``"accuracy"``, the mean accuracy
+        of each rate over its sweep seeds, or ``"loss"``, the mean
+        cross-entropy. With ``tie_tolerance = 0.01`` (the design) every rate
+        within one point of the best accuracy ties with it and the smallest
+        is kept: among rates that saturate, the smallest that does. History:
+        the first runs chose by accuracy with exact ties broken by the mean
+        at half the budget, then the smaller rate (a results file without
+        this field was made so); the second by the lowest mean loss, which
+        does not saturate but leaned to larger rates and, over two seeds,
+        let a single failed seed or the last bits decide; the third (this
+        design) by accuracy with the tolerance, over four seeds per rate.
     """
 
     regimes: tuple[tuple[int, int, int], ...] = (
@@ -1112,14 +1118,14 @@ class Design:
     lower_rates: tuple[float, ...] = (0.001, 0.0003)
     higher_rates: tuple[float, ...] = (0.3,)
     sweep_seeds: int = 4
-    tie_band: float = 2.0
-    tie_tolerance: float = 1e-3
+    tie_band: float = 0.0
+    tie_tolerance: float = 0.01
     margin: float = 0.03
     alpha: float = 0.05
     threshold: float = 0.5
     ceiling: float = 0.97
     dtype: str = "float32"
-    selection: str = "loss"
+    selection: str = "accuracy"
     token_scale: str = "1"
 
     def __post_init__(self) -> None:
@@ -1150,7 +1156,7 @@ class Design:
         values = dict(values)
         values.setdefault("selection", "accuracy")  # files from before the field existed
         values.setdefault("token_scale", "1")
-        values.setdefault("tie_band", 0.0)  # files from before the noise-tolerant rule
+        values.setdefault("tie_band", 0.0)  # files from before the tie rule
         values.setdefault("tie_tolerance", 0.0)
         values["regimes"] = tuple(tuple(int(v) for v in r) for r in values["regimes"])
         values["models"] = tuple(tuple(m) for m in values["models"])
@@ -1217,19 +1223,20 @@ def run_cell(
 
     The sweep trains ``sweep_seeds`` copies per candidate rate, all stacked in
     one model with a learning rate per copy, and scores each rate on the
-    validation set after the full budget. With ``design.selection == "loss"``
-    the score is the cross-entropy of each copy (a diverged copy makes its
-    rate ineligible) and :func:`posenc.stats.choose_rate` keeps the smallest
-    rate whose mean lies within ``design.tie_band`` standard errors (or
-    ``design.tie_tolerance`` nats) of the lowest mean: rates the sweep cannot
-    tell apart are tied, and rounding does not break the tie. With
-    ``"accuracy"`` (the first runs) the highest mean accuracy wins (ties: the
-    mean at half the budget, then the smaller rate). Both scores are recorded
-    whichever chooses. While the smallest rate tried is tied with the best
-    (the best rate is the largest tried), the next of ``lower_rates``
-    (``higher_rates``) is tried too, until none is left. The main run then
-    trains seeds ``0 .. seeds - 1`` with the chosen rate and records the test
-    accuracy every ``eval_every`` updates.
+    validation set after the full budget: each copy's accuracy
+    (``design.selection == "accuracy"``) or cross-entropy (``"loss"``; a
+    diverged copy makes its rate ineligible). :func:`posenc.stats.choose_rate`
+    keeps the smallest rate whose mean lies within ``design.tie_tolerance``
+    (or ``design.tie_band`` standard errors) of the best mean, so that
+    rounding never decides between rates that score the same. A design with
+    neither (the files of the first runs) keeps the best mean alone; by
+    accuracy its exact ties go to the mean at half the budget, then to the
+    smaller rate. Both scores are recorded whichever chooses. While the
+    smallest rate tried is tied with the best (the best is the largest
+    tried), the next of ``lower_rates`` (``higher_rates``) is tried too,
+    until none is left. The main run then trains seeds ``0 .. seeds - 1``
+    with the chosen rate and records the test accuracy every ``eval_every``
+    updates.
 
     ``learning_rate`` skips the sweep and trains at that rate (a spot check
     of a stored cell); ``seeds`` trains those seeds instead of the design's.
@@ -1272,6 +1279,7 @@ def run_cell(
     middle: list[float] = []
     losses: list[float] = []
     per_seed: list[list[float]] = []
+    per_seed_accuracy: list[list[float]] = []
 
     def sweep(candidates: Sequence[float]) -> None:
         # Seeds 1000, 1001, ... in the order the rates are tried: none is a main seed.
@@ -1292,6 +1300,7 @@ def run_cell(
         shape = (len(candidates), design.sweep_seeds)
         tried.extend(float(r) for r in candidates)
         final.extend(history.final_accuracy.reshape(shape).mean(axis=1).tolist())
+        per_seed_accuracy.extend(history.final_accuracy.reshape(shape).tolist())
         middle.extend(history.test_accuracy[1].reshape(shape).mean(axis=1).tolist())
         with threadpool_limits(limits=1, user_api="blas"):
             loss = model.loss(task.validation_tokens, task.validation_labels).astype(float)
@@ -1300,15 +1309,21 @@ def run_cell(
         per_seed.extend(loss.reshape(shape).tolist())
 
     def best() -> tuple[float, list[float], float]:
-        """The chosen rate, the rates tied with the best, and the best (lowest-loss) rate."""
-        if design.selection == "loss":
-            i, tied = choose_rate(
-                tried, per_seed, band=design.tie_band, tolerance=design.tie_tolerance
-            )
-            lowest = min(range(len(tried)), key=lambda i: (losses[i], tried[i]))
-            return tried[i], [tried[j] for j in tied], tried[lowest]
-        i = min(range(len(tried)), key=lambda i: (-final[i], -middle[i], tried[i]))
-        return tried[i], [tried[i]], tried[i]
+        """The chosen rate, the rates tied with the best, and the best-scoring rate."""
+        by_accuracy = design.selection == "accuracy"
+        if by_accuracy and design.tie_band == 0 and design.tie_tolerance == 0:
+            i = min(range(len(tried)), key=lambda i: (-final[i], -middle[i], tried[i]))
+            return tried[i], [tried[i]], tried[i]
+        i, tied = choose_rate(
+            tried,
+            per_seed_accuracy if by_accuracy else per_seed,
+            higher_is_better=by_accuracy,
+            band=design.tie_band,
+            tolerance=design.tie_tolerance,
+        )
+        score = [-a for a in final] if by_accuracy else losses
+        top = min(range(len(tried)), key=lambda i: (score[i], tried[i]))
+        return tried[i], [tried[j] for j in tied], tried[top]
 
     if learning_rate is None:
         sweep(design.learning_rates)
@@ -1363,6 +1378,9 @@ def run_cell(
         "sweep_rates": tried,
         "sweep_validation": [round(float(a), 6) for a in final],
         "sweep_validation_loss": [round(float(x), 6) if math.isfinite(x) else None for x in losses],
+        "sweep_validation_per_seed": [
+            [round(float(x), 6) for x in row] for row in per_seed_accuracy
+        ],
         "sweep_validation_loss_per_seed": [
             [round(float(x), 6) if math.isfinite(x) else None for x in row] for row in per_seed
         ],

@@ -82,10 +82,12 @@ class ExtrapolationConfig:
     by the lowest mean cross-entropy (``"loss"``, the sensitivity analysis
     of chapter 7: where several rates reach an accuracy of 1, the first
     rule keeps the smallest of them and the second the one that trained
-    furthest). Rates within ``tie_band`` standard errors (or within
-    ``tie_tolerance``) of the best are tied and the smallest is kept
-    (:func:`posenc.stats.choose_rate`); files from before these fields kept
-    the best mean alone, ties to the smaller rate (both 0).
+    furthest). Rates within ``tie_tolerance`` of the best mean (0.01 of
+    accuracy, or 0.001 nats of cross-entropy, when not given), or within
+    ``tie_band`` standard errors, are tied and the smallest is kept
+    (:func:`posenc.stats.choose_rate`), so that rounding never decides;
+    files from before these fields kept the best mean alone, exact ties to
+    the smaller rate (both 0).
     """
 
     vocab_size: int = 16
@@ -110,8 +112,8 @@ class ExtrapolationConfig:
     ntk_alphas: tuple[float, ...] = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
     margin: float = 0.05
     rate_selection: str = "accuracy"
-    tie_band: float = 2.0
-    tie_tolerance: float = 1e-3
+    tie_band: float = 0.0
+    tie_tolerance: float | None = None
     dtype: str = "float32"
     methods: tuple[str, ...] = POSITION_METHODS
     tasks: tuple[str, ...] = LENGTH_TASKS
@@ -123,6 +125,11 @@ class ExtrapolationConfig:
             raise ValueError(
                 f"rate_selection must be 'loss' or 'accuracy', got {self.rate_selection!r}"
             )
+        if self.tie_tolerance is None:
+            tolerance = 0.01 if self.rate_selection == "accuracy" else 1e-3
+            object.__setattr__(self, "tie_tolerance", tolerance)
+        check_real("tie_tolerance", self.tie_tolerance, minimum=0.0)
+        check_real("tie_band", self.tie_band, minimum=0.0)
 
     @property
     def max_test_length(self) -> int:
