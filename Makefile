@@ -110,14 +110,11 @@ lab: $(STAMP) assignments
 # chapter reads the committed results file, tests/test_experiment_results.py re-runs a few cells.
 .PHONY: experiments-ch5
 experiments: experiments-ch5
-# RESULTS is the folder written (experiments-cpus writes one per CPU setting).
-RESULTS ?= results
 experiments-ch5: $(STAMP)
-	$(BIN)/python -m posenc.experiment --out $(RESULTS)/ch5_experiment.json --processes 2
-	$(BIN)/python -m posenc.experiment --long-budget --out $(RESULTS)/ch5_long_budget.json --processes 2
-	$(BIN)/python -m posenc.experiment --token-scale --out $(RESULTS)/ch5_token_scale.json --processes 2 \
-		$(if $(filter results,$(RESULTS)),,--no-reference)
-	$(if $(filter results,$(RESULTS)),$(BIN)/python -m posenc.experiment --readout $(RESULTS)/ch5_readout.json --processes 2)
+	$(BIN)/python -m posenc.experiment --out results/ch5_experiment.json --processes 2
+	$(BIN)/python -m posenc.experiment --long-budget --out results/ch5_long_budget.json --processes 2
+	$(BIN)/python -m posenc.experiment --token-scale --out results/ch5_token_scale.json --processes 2
+	$(BIN)/python -m posenc.experiment --readout results/ch5_readout.json --processes 2
 
 # benchmarks/bench_grading.py grades with the autograder of assignment 2, hence `assignments`.
 # BENCH_QUICK=1 runs every benchmark with few repetitions (the tests use it): the numbers
@@ -162,25 +159,41 @@ experiments: experiments-ch7
 # then the same grid with learning rates chosen by validation loss (the chapter's
 # sensitivity analysis).
 experiments-ch7: $(STAMP)
-	$(BIN)/python -m posenc.extrapolation $(RESULTS)/ch7_extrapolation.json
-	$(BIN)/python -m posenc.extrapolation $(RESULTS)/ch7_rate_by_loss.json --rate-selection loss
+	$(BIN)/python -m posenc.extrapolation results/ch7_extrapolation.json
+	$(BIN)/python -m posenc.extrapolation results/ch7_rate_by_loss.json --rate-selection loss
 
 # The same grids under each of CPU_SETTINGS (as on another processor), each into
 # results/cpus/<setting>/ (not committed), then what moved: every cell's rate and mean,
 # and every verdict, under each setting, into results/cpu_settings.json (committed; the
-# chapters read the spread of a cell mean from it). About three times `make experiments`.
+# chapters read it) and each cell's spread into the results files. About twice `make
+# experiments` per setting; the main grids of both chapters run first under every setting,
+# then the follow-ups (the token-scale arm without its reference retrain).
 .PHONY: experiments-cpus
 experiments-cpus: $(STAMP)
-	@for setting in $(CPU_SETTINGS); do \
+	@for pass in main follow-ups; do for setting in $(CPU_SETTINGS); do \
 		groups="$${setting%%:*}"; groups="$${groups//,/ }"; core="$${setting##*:}"; \
 		dir="results/cpus/$${setting//[,:]/-}"; mkdir -p "$$dir"; \
-		echo "== experiments with NumPy's $$groups off and OpenBLAS kernel $$core into $$dir"; \
-		NPY_DISABLE_CPU_FEATURES="$$groups" OPENBLAS_CORETYPE="$$core" \
-			$(BIN)/python tests/cpu_settings.py --disabled "$$groups" --coretype "$$core" \
+		export NPY_DISABLE_CPU_FEATURES="$$groups" OPENBLAS_CORETYPE="$$core"; \
+		echo "== $$pass with NumPy's $$groups off and OpenBLAS kernel $$core into $$dir"; \
+		$(BIN)/python tests/cpu_settings.py --disabled "$$groups" --coretype "$$core" \
 			> "$$dir/cpu_setting.txt" || exit 1; \
-		NPY_DISABLE_CPU_FEATURES="$$groups" OPENBLAS_CORETYPE="$$core" \
-			$(MAKE) --no-print-directory experiments-ch5 experiments-ch7 RESULTS="$$dir" || exit 1; \
-	done
+		if [ "$$pass" = main ]; then \
+			$(BIN)/python -m posenc.experiment --out "$$dir/ch5_experiment.json" --processes 2 \
+			&& $(BIN)/python -m posenc.extrapolation "$$dir/ch7_extrapolation.json" || exit 1; \
+		else \
+			$(BIN)/python -m posenc.experiment --long-budget --out "$$dir/ch5_long_budget.json" \
+				--processes 2 \
+			&& $(BIN)/python -m posenc.experiment --token-scale --no-reference \
+				--out "$$dir/ch5_token_scale.json" --processes 2 \
+			&& $(BIN)/python -m posenc.extrapolation "$$dir/ch7_rate_by_loss.json" \
+				--rate-selection loss || exit 1; \
+		fi; \
+	done; done
+	$(MAKE) --no-print-directory cpu-comparison
+
+# Line up whatever experiments-cpus has written so far (results/cpu_settings.json).
+.PHONY: cpu-comparison
+cpu-comparison: $(STAMP)
 	$(BIN)/python -m posenc.reproduce results $(foreach s,$(CPU_SETTINGS),results/cpus/$(subst :,-,$(subst $(comma),-,$(s))))
 
 comma := ,
