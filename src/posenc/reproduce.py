@@ -31,7 +31,7 @@ import numpy as np
 from . import experiment as ex
 from . import extrapolation as xp
 
-__all__ = ["ch5_summary", "ch7_summary", "compare_runs", "load_run"]
+__all__ = ["ch5_summary", "ch7_summary", "compare_runs", "load_run", "record_spreads"]
 
 CH5_FILES = ("ch5_experiment.json", "ch5_token_scale.json", "ch5_long_budget.json")
 CH7_FILES = ("ch7_extrapolation.json", "ch7_rate_by_loss.json")
@@ -190,6 +190,17 @@ def load_run(folder: str | Path) -> dict[str, Any]:
     return out
 
 
+def _spread(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """Largest minus smallest mean over the settings (at every test length, the largest)."""
+    columns = [r.get("means_by_factor", [r["mean"]]) for r in rows]
+    spreads = []
+    for values in zip(*columns, strict=True):
+        known = [v for v in values if v is not None]
+        if known:
+            spreads.append(max(known) - min(known))
+    return float(max(spreads)) if spreads else None
+
+
 def compare_runs(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Line up summaries of the same grids run under several CPU settings.
 
@@ -217,19 +228,25 @@ def compare_runs(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for part in parts:
         cells, rate_differs = {}, []
-        for key in runs[names[0]][part]["cells"]:
+        shared_cells = [
+            k
+            for k in runs[names[0]][part]["cells"]
+            if all(k in runs[n][part]["cells"] for n in names)
+        ]
+        for key in shared_cells:
             row = {n: runs[n][part]["cells"][key] for n in names}
-            means = [r["mean"] for r in row.values() if r["mean"] is not None]
             rates = [r["learning_rate"] for r in row.values()]
             cells[key] = {
                 "learning_rate": {n: r["learning_rate"] for n, r in row.items()},
                 "mean": {n: r["mean"] for n, r in row.items()},
-                "spread": float(max(means) - min(means)) if means else None,
+                "spread": _spread(list(row.values())),
             }
             if len(set(rates)) > 1:
                 rate_differs.append(key)
         verdicts, verdict_differs = {}, []
         for family, table in runs[names[0]][part]["verdicts"].items():
+            if not all(family in runs[n][part]["verdicts"] for n in names):
+                continue  # a follow-up not (yet) run under every setting
             verdicts[family] = {}
             for key in table:
                 by = {n: runs[n][part]["verdicts"][family][key] for n in names}
@@ -272,6 +289,47 @@ def format_comparison(comparison: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def record_spreads(folder: str | Path, comparison: Mapping[str, Any]) -> list[Path]:
+    """Write every cell's spread over the settings into the results files themselves.
+
+    Each cell of the files in ``folder`` that :func:`compare_runs` covered
+    gets ``cpu_spread``, the largest minus the smallest mean accuracy over
+    the settings (chapter 7: at any test length), and ``cpu_rates``, the
+    rate chosen under each. Returns the files written.
+    """
+    folder = Path(folder)
+    written = []
+    parts = {
+        "ch5_experiment.json": ("ch5", "main"),
+        "ch5_token_scale.json": ("ch5", "arm"),
+        "ch5_long_budget.json": ("ch5", "long"),
+        "ch7_extrapolation.json": ("ch7_extrapolation", None),
+        "ch7_rate_by_loss.json": ("ch7_rate_by_loss", None),
+    }
+    for name, (part, prefix) in parts.items():
+        path = folder / name
+        if part not in comparison or not path.is_file():
+            continue
+        results = json.loads(path.read_text())
+        for cell in results["cells"]:
+            cell.pop("cpu_spread", None)
+            cell.pop("cpu_rates", None)
+            if prefix is None:
+                key = f"{cell['task']} {cell['method']}"
+            else:
+                k = (cell["length"], cell["d_model"], cell["n_layers"], cell["variant"])
+                k = (*k, cell["matching"]) if "concat" in cell["variant"] else k
+                key = f"{prefix}: {_regime(k)}"
+            row = comparison[part]["cells"].get(key)
+            if row is None:
+                continue  # not run under every setting
+            cell["cpu_spread"] = row["spread"]
+            cell["cpu_rates"] = row["learning_rate"]
+        path.write_text(json.dumps(results, indent=1) + "\n")
+        written.append(path)
+    return written
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m posenc.reproduce REFERENCE SETTING... [--out results/cpu_settings.json]``."""
     import argparse
@@ -292,6 +350,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             kernels[folder.name] = note.read_text().strip()
     comparison["settings"] = {"reference": "this machine's own", **kernels}
     args.out.write_text(json.dumps(comparison, indent=1, sort_keys=False) + "\n")
+    record_spreads(args.reference, comparison)
     print(format_comparison(comparison))
     print(f"wrote {args.out}")
 
