@@ -1,17 +1,22 @@
 """Every chapter in JupyterLab, as a student runs it after ``make lab``.
 
 Chapters 4 and 6, with the explorers, are tested in depth (sliders, redraw
-latency, the assignment links); every other chapter is opened and run once
-and checked for what a student would see: errors, raw markup, unresolved
-references and citations, an open solution.
+latency); every other chapter is opened and run once and checked for what a
+student would see: errors, raw markup, unresolved references and citations,
+an open solution. In every chapter the assignment link is then clicked as a
+student clicks it: the student notebook must arrive (no 404) and open in
+JupyterLab as a notebook with its cells (no "File Load Error").
 
 JupyterLab is started by ``make lab`` itself (headless, on a free local port,
-with a random token), with its settings and workspaces in a temporary folder
-so that the reader's own are never touched; the only settings written there
-turn off JupyterLab's windowing, so that every cell is in the page and can be
-inspected, and its autosave, so that Run All never rewrites the notebook.
-The page is opened in Debian's Chromium, offline (every request not to the
-local server is refused).
+with a random token) in a fresh checkout of the working tree without
+``assignments/dist`` (``tests/fresh_checkout.py``), as a student's new clone
+has it: ``make lab`` must build the student notebooks before it starts (about
+15 s; then a tenth of a second). Its settings, workspaces and runtime files
+are in a temporary folder so that the reader's own are never touched; the
+only settings written there turn off JupyterLab's windowing, so that every
+cell is in the page and can be inspected, and its autosave, so that Run All
+never rewrites the notebook. The page is opened in Debian's Chromium, offline
+(every request not to the local server is refused).
 
 The figures the issue asks for are printed (``-s`` shows them) and written
 to ``_build/lab-test.json``: Run All seconds, and the redraw latency of each
@@ -31,21 +36,24 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pytest
 
+from ..fresh_checkout import fresh_checkout, make_env
 from .conftest import offline_context
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = "chapters/04_visualisation.ipynb"
 CHAPTER_6 = "chapters/06_position_inside_attention.ipynb"
-STUDENT = "assignments/dist/04_visualisation/student/04_visualisation.ipynb"
 EXPLORERS = 3  # encoding, similarity and projection explorers of chapter 4
 SLIDERS_PER_EXPLORER = 4  # d, n, L, k
 KEY_PRESSES = 5  # redraws timed per explorer
 RUN_ALL_LIMIT = 120.0  # seconds; a chapter executes in at most 60 s by the project's rules
 REDRAW_LIMIT_MS = 1000.0
 RESULTS = ROOT / "_build" / "lab-test.json"
+#: Seconds ``make lab`` may take to answer: it builds every assignment first (about 15 s).
+LAB_START_LIMIT = 300
 
 
 def arm_redraw_timer(explorer) -> None:
@@ -74,11 +82,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def student_notebook(chapter: str) -> str:
+    """The student notebook of a chapter's assignment (the assignment has its name)."""
+    name = Path(chapter).stem
+    return f"assignments/dist/{name}/student/{name}.ipynb"
+
+
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """``make lab`` on a free port; yields (base URL, token); stops its whole process group."""
-    if not (ROOT / STUDENT).exists():
-        pytest.fail(f"{STUDENT} is missing: run `make assignments` first")
+def checkout(tmp_path_factory) -> Path:
+    """A fresh checkout of the working tree, without assignments/dist, that Lab serves."""
+    path = fresh_checkout(tmp_path_factory.mktemp("lab-checkout") / "course")
+    assert not (path / "assignments" / "dist").exists()
+    return path
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, checkout):
+    """``make lab`` on a free port in ``checkout``; yields (base URL, token); stops its whole
+    process group."""
     settings = tmp_path_factory.mktemp("lab-settings")
     tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
@@ -88,24 +109,25 @@ def lab(tmp_path_factory):
     docmanager.parent.mkdir(parents=True)
     docmanager.write_text(json.dumps({"autosave": False}))
     port, token = free_port(), secrets.token_hex(16)
-    env = dict(
-        os.environ,
+    env = make_env(
         JUPYTERLAB_SETTINGS_DIR=str(settings),
         JUPYTERLAB_WORKSPACES_DIR=str(tmp_path_factory.mktemp("lab-workspaces")),
+        JUPYTER_RUNTIME_DIR=str(tmp_path_factory.mktemp("lab-runtime")),
     )
     args = f"--no-browser --ServerApp.ip=127.0.0.1 --port={port} --IdentityProvider.token={token}"
     log = (tmp_path_factory.mktemp("lab-log") / "lab.log").open("w")
     process = subprocess.Popen(
         ["make", "-s", "lab", f"LAB_ARGS={args}"],
-        cwd=ROOT,
+        cwd=checkout,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
+    start = time.monotonic()
     try:
-        deadline = time.monotonic() + 60
+        deadline = start + LAB_START_LIMIT
         while True:
             try:
                 with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
@@ -114,6 +136,8 @@ def lab(tmp_path_factory):
                 if process.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"JupyterLab did not start: see {log.name}")
                 time.sleep(0.5)
+        print(f"\nmake lab answered after {time.monotonic() - start:.1f} s, "
+              "building the assignments first")
         yield base, token
     finally:
         os.killpg(process.pid, signal.SIGTERM)
@@ -176,6 +200,77 @@ def open_and_run(browser, lab, path: str, solution_code: str):
     record["run_all_seconds"] = time.monotonic() - start
     record["prompts"] = page.locator(".jp-CodeCell .jp-InputPrompt").all_text_contents()
     return page, record, context
+
+
+def assert_notebook_opens(page, path: str, cells: int) -> None:
+    """The notebook ``path`` is open in JupyterLab with its ``cells`` cells, not an error."""
+    tab = page.locator(f".lm-DockPanel-tabBar .lm-TabBar-tab[title*='Path: {path}']")
+    error = page.locator(".jp-Dialog", has_text="File Load Error")
+    tab.or_(error).first.wait_for(timeout=60_000)
+    assert error.count() == 0, error.all_inner_texts()
+    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    panel.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=30_000)
+    assert panel.locator(".jp-Notebook .jp-Cell").count() == cells
+
+
+def assert_assignment_link_opens(page, lab, checkout: Path, chapter: str) -> None:
+    """Click the chapter's assignment link as a student does: the student notebook must
+    arrive, be the one ``make lab`` built, and open in JupyterLab as a notebook.
+
+    The chapters write the link with MyST's ``{download}`` role, which the book needs (it
+    copies the file into the build); jupyterlab-myst renders it as a link to
+    ``/files/<path>`` in a new browser tab, which the server answers as an attachment, so
+    the click downloads the notebook, and the student opens it in Lab from the file browser
+    (here: Lab's URL for the file, in a second window). A link that Lab opens itself, in a
+    tab of the same window, passes as well.
+    """
+    base, token = lab
+    start = time.monotonic()
+    target = student_notebook(chapter)
+    link = page.locator(".myst a", has_text="download the student notebook")
+    link.first.wait_for(timeout=30_000)
+    assert link.count() == 1, chapter
+    path = unquote(urlparse(link.get_attribute("href")).path)
+    assert path == f"/files/{target}", (chapter, path)
+    downloads, failures = [], []
+
+    def record_download(download) -> None:
+        downloads.append(download)
+
+    def record_failure(response) -> None:
+        if unquote(urlparse(response.url).path) == path and response.status >= 400:
+            failures.append(f"{response.status} {response.status_text}")
+
+    page.on("download", record_download)
+    page.context.on("response", record_failure)
+    in_lab = page.locator(f".lm-DockPanel-tabBar .lm-TabBar-tab[title*='Path: {target}']")
+    try:
+        link.scroll_into_view_if_needed()
+        link.click()
+        deadline = time.monotonic() + 30
+        while not (downloads or failures or in_lab.count()) and time.monotonic() < deadline:
+            page.wait_for_timeout(100)
+    finally:
+        page.remove_listener("download", record_download)
+        page.context.remove_listener("response", record_failure)
+    assert failures == [], f"{chapter}: its assignment link {path} answered {failures}"
+    expected = json.loads((checkout / target).read_text(encoding="utf-8"))
+    if in_lab.count():
+        assert_notebook_opens(page, target, len(expected["cells"]))
+        print(f"\n{chapter}: assignment link opened in {time.monotonic() - start:.1f} s")
+        return
+    assert downloads, f"{chapter}: clicking its assignment link neither opened nor downloaded"
+    download = downloads[0]
+    assert download.failure() is None, download.failure()
+    assert download.suggested_filename == Path(target).name
+    assert json.loads(Path(download.path()).read_text(encoding="utf-8")) == expected
+    window = page.context.new_page()
+    try:
+        window.goto(f"{base}/lab/tree/{target}?token={token}&reset", timeout=60_000)
+        assert_notebook_opens(window, target, len(expected["cells"]))
+    finally:
+        window.close()
+    print(f"\n{chapter}: assignment link downloaded, opened in {time.monotonic() - start:.1f} s")
 
 
 @pytest.fixture(scope="module")
@@ -256,13 +351,17 @@ def test_solutions_are_collapsed(chapter):
     assert record["solution_code_shown"] == 0
 
 
-def test_assignment_links_open(chapter):
+def test_make_lab_builds_every_student_notebook(lab, checkout):
+    """The checkout had no assignments/dist: ``make lab`` built what every chapter links to."""
+    chapters = sorted((checkout / "chapters").glob("*.ipynb"))
+    assert len(chapters) == len(OTHER_CHAPTERS) + 2
+    missing = [c.name for c in chapters if not (checkout / student_notebook(c.name)).is_file()]
+    assert missing == []
+
+
+def test_assignment_links_open(chapter, lab, checkout):
     page, _ = chapter
-    link = page.locator(".myst a", has_text="download the student notebook")
-    assert link.count() == 1
-    response = page.request.get(link.get_attribute("href"))
-    assert response.status == 200
-    assert json.loads(response.body())["nbformat"] == 4
+    assert_assignment_link_opens(page, lab, checkout, CHAPTER)
     page_link = page.locator(".myst a", has_text="assignments page")
     assert page_link.count() == 1
     page_link.click()
@@ -339,6 +438,11 @@ def test_chapter6_runs_opens_unmodified_and_resolves_every_reference(chapter6):
     print(f"\nRun All of {CHAPTER_6}: {record['run_all_seconds']:.1f} s")
 
 
+def test_chapter6_assignment_link_opens(chapter6, lab, checkout):
+    page, _ = chapter6
+    assert_assignment_link_opens(page, lab, checkout, CHAPTER_6)
+
+
 def test_chapter6_rope_explorer_redraws_within_a_second(chapter6):
     page, record = chapter6
     assert any("Run this cell to get the sliders" in t for t in record["outputs_before"])
@@ -403,7 +507,8 @@ def expected_errors(path: str) -> list[str]:
 
 
 @pytest.mark.parametrize("path", OTHER_CHAPTERS)
-def test_every_chapter_runs_and_reads_cleanly(browser, lab, path):
+def test_every_chapter_runs_and_reads_cleanly(browser, lab, checkout, path):
+    """Run All, then what the student sees; last, the assignment link is clicked."""
     page, record, context = open_and_run(browser, lab, path, hidden_solution_line(path))
     try:
         errors = page.locator(
@@ -427,6 +532,7 @@ def test_every_chapter_runs_and_reads_cleanly(browser, lab, path):
         console = [t for kind, t in record["console"] if kind in ("error", "pageerror")]
         assert [e for e in console if "target was not found" not in e] == []
         assert record["run_all_seconds"] < RUN_ALL_LIMIT
+        assert_assignment_link_opens(page, lab, checkout, path)
     finally:
         context.close()
     print(f"\nRun All of {path}: {record['run_all_seconds']:.1f} s")
