@@ -227,3 +227,21 @@ def test_solution_directives_stand_alone_so_jupyterlab_can_collapse_the_solution
                 if rest:
                     shared.append(f"{path.name} cell {i}")
     assert shared == []
+
+
+def test_a_notebook_offered_for_download_gets_a_link_that_opens_it_in_lab(tmp_path):
+    target = "../assignments/dist/01_x/student/01_x.ipynb"
+    nb = notebook()
+    nb["cells"].insert(1, md(f"Get {{download}}`the student notebook <{target}>`, then work."))
+    out = lab_compat.transform(nb, tmp_path, macros={})
+    sources = ["".join(c["source"]) for c in out["cells"]]
+    at = next(i for i, s in enumerate(sources) if "{download}" in s)
+    extra = out["cells"][at + 1]
+    assert extra["metadata"]["tags"] == ["remove-cell"]  # the book never sees it
+    assert extra["metadata"][lab_compat.MARK] == "open-in-lab"
+    assert f"[01_x.ipynb]({target})" in "".join(extra["source"])
+    # idempotent, and a cell without a notebook to download gets none
+    again = lab_compat.transform(copy.deepcopy(out), tmp_path, macros={})
+    assert again == out
+    marks = [c["metadata"].get(lab_compat.MARK) for c in out["cells"]]
+    assert marks.count("open-in-lab") == 1

@@ -38,6 +38,10 @@ the book ignores:
   reference resolves to it; numbers are then the notebook's own.
 * **Links to pages**: ``{doc}`text <../page>``` becomes ``[text](../page.md)``
   when ``page.md`` exists, a form the book and JupyterLab both follow.
+* **Notebooks to download** (the assignment links): JupyterLab would download
+  a notebook offered with ``{download}``; after each such cell a markdown
+  cell, tagged ``remove-cell``, links to the same notebook in a form that
+  JupyterLab opens in a tab.
 * **Citations**: jupyterlab-myst resolves no citation role (it has no
   bibliography), so ``{cite:t}`key``` becomes ``[Author (year)](#key)`` and
   ``{cite:p}`a,b``` becomes ``([A, year](#a); [B, year](#b))``, labelled
@@ -182,6 +186,39 @@ def caption_figures(cells: list[dict]) -> list[dict]:
 
 
 _DOC_ROLE = re.compile(r"\{doc\}`([^`<]+?)\s*<([^>`]+)>`")
+_DOWNLOAD_NOTEBOOK = re.compile(r"\{download\}`[^`<]*<([^>`]+\.ipynb)>`")
+
+
+def open_in_lab(cells: list[dict]) -> list[dict]:
+    """Cells with a JupyterLab-only link after each cell that offers a notebook to download.
+
+    The book needs MyST's ``{download}`` role (it copies the file into the
+    build), but in JupyterLab that role is a link to ``/files/...``, which
+    the server sends as an attachment: the student would get a download, not
+    the notebook. After each such cell the script keeps a markdown cell,
+    tagged ``remove-cell`` (the book never sees it), with a plain link to the
+    same notebook, which JupyterLab opens in a tab of its own.
+    """
+    kept = [c for c in cells if c.get("metadata", {}).get(MARK) != "open-in-lab"]
+    out: list[dict] = []
+    for cell in kept:
+        out.append(cell)
+        if cell["cell_type"] != "markdown":
+            continue
+        targets = list(dict.fromkeys(_DOWNLOAD_NOTEBOOK.findall(_source(cell))))
+        if not targets:
+            continue
+        links = ", ".join(f"[{Path(t).name}]({t})" for t in targets)
+        text = f"**In JupyterLab:** open {links} in a tab of its own (run `make lab` first)."
+        out.append(
+            {
+                "cell_type": "markdown",
+                "id": re.sub(r"[^A-Za-z0-9_-]", "-", f"open-{cell.get('id', 'cell')}")[:64],
+                "metadata": {"tags": ["remove-cell"], MARK: "open-in-lab"},
+                "source": text.splitlines(keepends=True),
+            }
+        )
+    return out
 
 
 def link_pages(cells: list[dict], folder: Path) -> None:
@@ -465,6 +502,7 @@ def transform(
     nb["cells"] = split_solution_gates(nb["cells"])
     collapse_solutions(nb["cells"])
     link_pages(nb["cells"], folder)
+    nb["cells"] = open_in_lab(nb["cells"])
     link_citations(nb["cells"], citation_labels())
     nb["cells"] = elsewhere(nb, others or {})
     strip_widget_views(nb)
