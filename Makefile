@@ -163,7 +163,7 @@ experiments-ch7: $(STAMP)
 	$(BIN)/python -m posenc.extrapolation results/ch7_rate_by_loss.json --rate-selection loss
 
 # The same grids under each of CPU_SETTINGS (as on another processor), each into
-# results/cpus/<setting>/ (not committed), then what moved: every cell's rate and mean,
+# results/cpus/<setting>/, then what moved: every cell's rate and mean,
 # and every verdict, under each setting, into results/cpu_settings.json (committed; the
 # chapters read it) and each cell's spread into the results files. About twice `make
 # experiments` per setting; the main grids of both chapters run first under every setting,
@@ -194,7 +194,8 @@ experiments-cpus: $(STAMP)
 # Line up whatever experiments-cpus has written so far (results/cpu_settings.json).
 .PHONY: cpu-comparison
 cpu-comparison: $(STAMP)
-	$(BIN)/python -m posenc.reproduce results $(foreach s,$(CPU_SETTINGS),results/cpus/$(subst :,-,$(subst $(comma),-,$(s))))
+	$(BIN)/python -m posenc.reproduce results --record \
+		$(foreach s,$(CPU_SETTINGS),results/cpus/$(subst :,-,$(subst $(comma),-,$(s))))
 
 comma := ,
 

@@ -85,3 +85,31 @@ def test_the_committed_comparison_is_of_the_committed_files(committed):
         for family, rows in table["verdicts"].items():
             for key, verdict in rows.items():
                 assert comparison[part]["verdicts"][family][key]["reference"] == verdict
+
+
+def test_make_cpu_comparison_reproduces_the_committed_comparison(tmp_path):
+    """The committed comparison follows from the committed runs, as `make cpu-comparison` makes it."""
+    from posenc.reproduce import main
+
+    settings = sorted(p for p in (RESULTS / "cpus").iterdir() if p.is_dir())
+    assert len(settings) >= 2
+    out = tmp_path / "cpu_settings.json"
+    main([str(RESULTS), *map(str, settings), "--out", str(out)])
+    assert json.loads(out.read_text()) == json.loads(COMPARISON.read_text())
+
+
+def test_every_compared_cell_carries_its_spread_in_the_results_file():
+    comparison = json.loads(COMPARISON.read_text())
+    main = json.loads((RESULTS / "ch5_experiment.json").read_text())
+    for cell in main["cells"]:
+        key = (cell["length"], cell["d_model"], cell["n_layers"], cell["variant"])
+        key = (*key, cell["matching"]) if "concat" in cell["variant"] else key
+        name = "main: L={} d={} layers={} {}".format(*key[:3], " ".join(key[3:]))
+        row = comparison["ch5"]["cells"][name]
+        assert cell["cpu_spread"] == row["spread"] and cell["cpu_rates"] == row["learning_rate"]
+    for part in ("ch7_extrapolation", "ch7_rate_by_loss"):
+        if part not in comparison:
+            continue
+        for cell in json.loads((RESULTS / f"{part}.json").read_text())["cells"]:
+            row = comparison[part]["cells"][f"{cell['task']} {cell['method']}"]
+            assert cell["cpu_spread"] == row["spread"]

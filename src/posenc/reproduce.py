@@ -9,7 +9,7 @@ grids of chapters 5 and 7 under each CPU setting that ``make test`` uses
 chapters state (the chosen rate and the mean of each cell, the verdict of
 each test) and writes the comparison to ``results/cpu_settings.json``::
 
-    python -m posenc.reproduce results results/cpus/X86_V3-Sandybridge ...
+    python -m posenc.reproduce results results/cpus/X86_V3-Sandybridge ... --record
 
 The first folder is the reference (the committed files); every other one is
 a CPU setting. For each cell the file records the rate and the final mean
@@ -338,6 +338,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("reference", type=Path, help="folder of the committed results")
     parser.add_argument("settings", type=Path, nargs="+", help="a folder per CPU setting")
     parser.add_argument("--out", type=Path, default=Path("results/cpu_settings.json"))
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="also write each cell's spread into the reference folder's results files",
+    )
     args = parser.parse_args(argv)
     runs = {"reference": load_run(args.reference)}
     for folder in args.settings:
@@ -350,7 +355,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             kernels[folder.name] = note.read_text().strip()
     comparison["settings"] = {"reference": "this machine's own", **kernels}
     args.out.write_text(json.dumps(comparison, indent=1, sort_keys=False) + "\n")
-    record_spreads(args.reference, comparison)
+    if args.record:
+        record_spreads(args.reference, comparison)
     print(format_comparison(comparison))
     print(f"wrote {args.out}")
 
