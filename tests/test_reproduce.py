@@ -88,7 +88,7 @@ def test_the_committed_comparison_is_of_the_committed_files(committed):
 
 
 def test_make_cpu_comparison_reproduces_the_committed_comparison(tmp_path):
-    """The committed comparison follows from the committed runs, as `make cpu-comparison` makes it."""
+    """The committed comparison follows from the committed runs (`make cpu-comparison`)."""
     from posenc.reproduce import main
 
     settings = sorted(p for p in (RESULTS / "cpus").iterdir() if p.is_dir())
