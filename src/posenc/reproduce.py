@@ -31,7 +31,15 @@ import numpy as np
 from . import experiment as ex
 from . import extrapolation as xp
 
-__all__ = ["ch5_summary", "ch7_summary", "compare_runs", "load_run", "record_spreads"]
+__all__ = [
+    "ch5_summary",
+    "ch7_summary",
+    "compare_runs",
+    "format_comparison",
+    "load_comparison",
+    "load_run",
+    "record_spreads",
+]
 
 CH5_FILES = ("ch5_experiment.json", "ch5_token_scale.json", "ch5_long_budget.json")
 CH7_FILES = ("ch7_extrapolation.json", "ch7_rate_by_loss.json")
@@ -162,6 +170,17 @@ def ch7_summary(config: xp.ExtrapolationConfig, cells: Sequence[dict[str, Any]])
         for r in xp.extension_tests(config, cells)
     }
     return out
+
+
+def load_comparison(path: str | Path | None = None) -> dict[str, Any]:
+    """The committed comparison: ``results/cpu_settings.json`` (found as the results
+    files are, :func:`posenc.experiment.load_results`), or the file ``path``."""
+    if path is None:
+        return ex.load_results("cpu_settings.json")
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path must be a comparison file (make cpu-comparison), got {path}")
+    return json.loads(path.read_text())
 
 
 def load_run(folder: str | Path) -> dict[str, Any]:
