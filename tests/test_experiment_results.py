@@ -13,7 +13,10 @@ in every failure message); by default from the cells with ``L = 8``, which
 train in seconds, and from every cell with ``POSENC_RERUN_ANY=1``.
 """
 
+import json
 import os
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,10 +26,11 @@ from posenc.experiment import (
     TOKEN_SCALE,
     TOKEN_SCALE_REFERENCE,
     Design,
+    compare_design,
     load_results,
     run_cell,
 )
-from posenc.stats import paired_rerun_test
+from posenc.stats import choose_rate, paired_rerun_test
 
 from .spot_checks import COMPARISONS, LEVEL, SEED_VARIABLE, ch5_features, describe, spot_seed
 
@@ -53,8 +57,38 @@ def test_results_hold_the_stated_design_and_every_cell(results):
         assert cell["learning_rate"] in cell["sweep_rates"]
         losses = [np.inf if x is None else x for x in cell["sweep_validation_loss"]]
         assert len(losses) == len(cell["sweep_rates"])
-        # The chosen rate has the lowest mean validation loss of the sweep.
-        assert min(losses) == losses[cell["sweep_rates"].index(cell["learning_rate"])]
+        check_sweep(cell, design)
+
+
+def check_sweep(cell, design):
+    """The stored sweep chose its rate, and went past the grid, as the design's rule says.
+
+    The rule (:func:`posenc.stats.choose_rate`): the smallest rate whose mean
+    validation accuracy over the sweep seeds lies within ``tie_tolerance`` of the
+    best; the sweep goes on below the grid while its smallest rate is tied with the
+    best, and above it while the best is the largest rate tried.
+    """
+    rates = cell["sweep_rates"]
+    scores = np.asarray(cell["sweep_validation_per_seed"], dtype=float)
+    assert design.selection == "accuracy" and scores.shape == (len(rates), design.sweep_seeds)
+    np.testing.assert_allclose(scores.mean(axis=1), cell["sweep_validation"], atol=1e-6)
+    chosen, tied = choose_rate(
+        rates,
+        scores,
+        higher_is_better=True,
+        band=design.tie_band,
+        tolerance=design.tie_tolerance,
+    )
+    assert cell["learning_rate"] == rates[chosen]
+    assert cell["sweep_tied"] == [rates[j] for j in tied]
+    mean = scores.mean(axis=1)
+    top = min(range(len(rates)), key=lambda j: (-mean[j], rates[j]))
+    if min(rates) in cell["sweep_tied"]:
+        assert set(design.lower_rates) <= set(rates)  # no smaller rate was left to try
+    if rates[top] == max(rates):
+        assert set(design.higher_rates) <= set(rates)  # no larger rate was left to try
+    extra = rates[len(design.learning_rates) :]
+    assert set(extra) <= set(design.lower_rates) | set(design.higher_rates)
 
 
 def test_long_budget_file_holds_its_design_and_every_cell():
@@ -65,9 +99,9 @@ def test_long_budget_file_holds_its_design_and_every_cell():
         for c in long["cells"]
     ]
     assert stored == [tuple(j) for j in LONG_BUDGET.jobs()]
+    for cell in long["cells"]:
+        check_sweep(cell, LONG_BUDGET)
     # The follow-up covers every regime in which the main design found a win.
-    from posenc.experiment import compare_design
-
     wins = {
         (c.length, c.d_model, c.n_layers)
         for c in compare_design(load_results("ch5_experiment.json"))
@@ -108,6 +142,59 @@ def test_token_scale_file_holds_its_two_designs_and_repeats_the_main_added_model
             f"the reference retrain of L={cell['length']}, d={cell['d_model']}, "
             f"{cell['n_layers']} layer(s) differs from the main file: {describe(result, names)}"
         )
+
+
+def test_token_scale_sweeps_follow_the_rule():
+    arm = load_results("ch5_token_scale.json")
+    for cell in arm["cells"]:
+        check_sweep(cell, TOKEN_SCALE)
+
+
+ASSIGNMENT_5 = (
+    Path(__file__).resolve().parents[1]
+    / "assignments/source/05_addition_or_concatenation/05_addition_or_concatenation.ipynb"
+)
+
+
+def test_assignment_5_copies_the_results_file(results):
+    """The per-seed counts and the p-values that assignment 5 copies are the file's."""
+    namespace = {"np": np}
+    for cell in json.loads(ASSIGNMENT_5.read_text())["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and re.search(r"^(CORRECT|OTHER_WELCH_P) =", source, re.M):
+            exec(source, namespace)
+    n_test = namespace["N_TEST"]
+    comparisons = compare_design(results)
+    by_key = {(c.code, c.length, c.d_model, c.n_layers): c for c in comparisons}
+    copied = 0
+    for name, (concat, added) in namespace["CORRECT"].items():
+        found = re.fullmatch(r"(\w+), L=(\d+), d=(\d+)(, 2 layers)?", name)
+        if found is None:
+            assert name.startswith("synthetic"), name
+            continue
+        code, length, d_model, two = found.groups()
+        c = by_key[code, int(length), int(d_model), 2 if two else 1]
+        assert concat == np.rint(c.concat * n_test).astype(int).tolist(), name
+        assert added == np.rint(c.added * n_test).astype(int).tolist(), name
+        copied += 1
+    assert copied >= 4
+
+    def three_digits(values):
+        return [float(f"{v:.3g}") for v in values]
+
+    # Question 5 corrects one comparison with the other 17 of the family.
+    fits = [
+        i
+        for i in range(len(comparisons))
+        if three_digits(c.p for j, c in enumerate(comparisons) if j != i)
+        == namespace["OTHER_WELCH_P"].tolist()
+        and three_digits(c.p_tost for j, c in enumerate(comparisons) if j != i)
+        == namespace["OTHER_TOST_P"].tolist()
+    ]
+    assert len(fits) == 1
+    c = comparisons[fits[0]]
+    layers = ", 2 layers" if c.n_layers == 2 else ""
+    assert f"{c.code}, L={c.length}, d={c.d_model}{layers}" in namespace["CORRECT"]
 
 
 def test_readout_file_has_its_grid():
