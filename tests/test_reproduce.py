@@ -2,6 +2,7 @@
 
 import copy
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 from posenc.experiment import LONG_BUDGET, Design
 from posenc.extrapolation import ExtrapolationConfig
 from posenc.reproduce import compare_runs, format_comparison, load_run
+
+from .fresh_checkout import fresh_checkout, make_env
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -88,14 +91,36 @@ def test_the_committed_comparison_is_of_the_committed_files(committed):
 
 
 def test_make_cpu_comparison_reproduces_the_committed_comparison(tmp_path):
-    """The committed comparison follows from the committed runs (`make cpu-comparison`)."""
-    from posenc.reproduce import main
-
-    settings = sorted(p for p in (RESULTS / "cpus").iterdir() if p.is_dir())
+    """The committed comparison and spreads follow from the committed runs, as the README's
+    `make experiments-cpus` ends: its last step, `make cpu-comparison`, run in a fresh
+    checkout (the grids themselves take about an hour per setting; `make -n` shows that
+    the command trains every grid under every CPU setting of `make test`)."""
+    checkout = fresh_checkout(tmp_path / "course")
+    done = subprocess.run(
+        ["make", "cpu-comparison"], cwd=checkout, env=make_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for name in ("cpu_settings.json", "ch5_experiment.json", "ch7_extrapolation.json"):
+        made = json.loads((checkout / "results" / name).read_text())
+        assert made == json.loads((RESULTS / name).read_text()), name
+    plan = subprocess.run(
+        ["make", "-n", "experiments-cpus"],
+        cwd=checkout,
+        env=make_env(),
+        capture_output=True,
+        text=True,
+    ).stdout
+    settings = [s for s in json.loads(COMPARISON.read_text())["settings"] if s != "reference"]
     assert len(settings) >= 2
-    out = tmp_path / "cpu_settings.json"
-    main([str(RESULTS), *map(str, settings), "--out", str(out)])
-    assert json.loads(out.read_text()) == json.loads(COMPARISON.read_text())
+    for setting in settings:
+        assert f"results/cpus/{setting}" in plan
+    for module in (
+        "posenc.experiment --out",
+        "posenc.experiment --long-budget",
+        "posenc.experiment --token-scale",
+        "posenc.extrapolation",
+    ):
+        assert module in plan
 
 
 def test_every_compared_cell_carries_its_spread_in_the_results_file():
