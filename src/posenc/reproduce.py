@@ -225,10 +225,12 @@ def compare_runs(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
     ``runs`` maps a setting's name to :func:`load_run` of its folder (the
     first is the reference). For every part (``ch5``, ``ch7_extrapolation``,
-    ...) present in every run: per cell the rate and mean under each setting
-    and the spread of the mean (largest minus smallest), the cells whose
-    rate differs, and per family the verdicts under each setting, with those
-    that differ.
+    ...) of the reference that at least one other setting has run: per cell
+    the rate and mean under each setting that ran it and the spread of the
+    mean (largest minus smallest), the cells whose rate differs, and per
+    family the verdicts under each setting, with those that differ, and
+    ``covered``, the settings that ran each family (a follow-up may have been
+    run under fewer settings than the main grid).
 
     Examples
     --------
@@ -243,32 +245,33 @@ def compare_runs(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     if len(runs) < 2:
         raise ValueError(f"runs must hold at least two settings, got {len(runs)}")
     names = list(runs)
-    parts = [p for p in runs[names[0]] if all(p in runs[n] for n in names)]
+    reference = runs[names[0]]
     out: dict[str, Any] = {}
-    for part in parts:
+    for part in reference:
+        having = [n for n in names if part in runs[n]]
+        if len(having) < 2:
+            continue
         cells, rate_differs = {}, []
-        shared_cells = [
-            k
-            for k in runs[names[0]][part]["cells"]
-            if all(k in runs[n][part]["cells"] for n in names)
-        ]
-        for key in shared_cells:
-            row = {n: runs[n][part]["cells"][key] for n in names}
-            rates = [r["learning_rate"] for r in row.values()]
+        for key in reference[part]["cells"]:
+            row = {n: runs[n][part]["cells"][key] for n in having if key in runs[n][part]["cells"]}
+            if len(row) < 2:
+                continue
             cells[key] = {
                 "learning_rate": {n: r["learning_rate"] for n, r in row.items()},
                 "mean": {n: r["mean"] for n, r in row.items()},
                 "spread": _spread(list(row.values())),
             }
-            if len(set(rates)) > 1:
+            if len({r["learning_rate"] for r in row.values()}) > 1:
                 rate_differs.append(key)
-        verdicts, verdict_differs = {}, []
-        for family, table in runs[names[0]][part]["verdicts"].items():
-            if not all(family in runs[n][part]["verdicts"] for n in names):
-                continue  # a follow-up not (yet) run under every setting
+        verdicts, verdict_differs, covered = {}, [], {}
+        for family, table in reference[part]["verdicts"].items():
+            by_setting = [n for n in having if family in runs[n][part]["verdicts"]]
+            if len(by_setting) < 2:
+                continue  # a follow-up not (yet) run under another setting
+            covered[family] = by_setting
             verdicts[family] = {}
             for key in table:
-                by = {n: runs[n][part]["verdicts"][family][key] for n in names}
+                by = {n: runs[n][part]["verdicts"][family][key] for n in by_setting}
                 verdicts[family][key] = by
                 if len(set(by.values())) > 1:
                     verdict_differs.append(f"{family}: {key}")
@@ -279,6 +282,7 @@ def compare_runs(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
             "largest_spread": max(spreads) if spreads else None,
             "verdicts": verdicts,
             "verdict_differs": verdict_differs,
+            "covered": covered,
         }
     return out
 
@@ -295,6 +299,11 @@ def format_comparison(comparison: Mapping[str, Any]) -> str:
             f"rate; {len(table['verdict_differs'])} of {n_verdicts} verdicts differ; largest "
             f"spread of a cell mean {100 * (table['largest_spread'] or 0):.1f} points"
         )
+        for family, settings in table.get("covered", {}).items():
+            lines.append(
+                f"  {family}: {len(table['verdicts'][family])} verdicts, run under "
+                + ", ".join(settings)
+            )
         for key in table["rate_differs"]:
             cell = table["cells"][key]
             rates = ", ".join(f"{r:g}" for r in cell["learning_rate"].values())
@@ -365,12 +374,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     runs = {"reference": load_run(args.reference)}
     for folder in args.settings:
-        runs[folder.name] = load_run(folder)
+        try:
+            runs[folder.name] = load_run(folder)
+        except FileNotFoundError as missing:  # a setting not run yet
+            print(f"left out: {missing}")
     comparison = compare_runs(runs)
     kernels = {}
     for folder in args.settings:
         note = folder / "cpu_setting.txt"
-        if note.is_file():
+        if folder.name in runs and note.is_file():
             kernels[folder.name] = note.read_text().strip()
     comparison["settings"] = {"reference": "this machine's own", **kernels}
     args.out.write_text(json.dumps(comparison, indent=1, sort_keys=False) + "\n")
