@@ -1085,13 +1085,17 @@ class Design:
         of each rate over its sweep seeds, or ``"loss"``, the mean
         cross-entropy. With ``tie_tolerance = 0.01`` (the design) every rate
         within one point of the best accuracy ties with it and the smallest
-        is kept: among rates that saturate, the smallest that does. History:
-        the first runs chose by accuracy with exact ties broken by the mean
-        at half the budget, then the smaller rate (a results file without
-        this field was made so); the second by the lowest mean loss, which
-        does not saturate but leaned to larger rates and, over two seeds,
-        let a single failed seed or the last bits decide; the third (this
-        design) by accuracy with the tolerance, over four seeds per rate.
+        is kept: among rates that saturate, the smallest that does. History,
+        numbered as in chapter 5: the first and second runs chose by accuracy
+        with exact ties broken by the mean at half the budget, then the
+        smaller rate (a results file without this field was made so); the
+        third by the lowest mean loss, which does not saturate but leaned to
+        larger rates and, over two seeds, let a single failed seed or the
+        last bits decide; the fourth tied every rate within two standard
+        errors of the best loss (``tie_band``) and kept the smallest, which
+        kept rates too small to train, so it was rejected and its results
+        were not kept; the fifth (this design) by accuracy with the
+        tolerance, over four seeds per rate.
     """
 
     regimes: tuple[tuple[int, int, int], ...] = (
