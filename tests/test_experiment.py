@@ -765,18 +765,8 @@ def test_mean_ablation_keeps_the_average_of_the_dropped_terms():
 
 def test_the_sweep_extends_the_grid_past_a_chosen_edge():
     """A rate far too small loses; the sweep then tries the larger rates one at a time."""
-    design = Design(
-        regimes=((5, 8, 1),),
-        seeds=2,
-        steps=30,
-        eval_every=10,
-        sweep_seeds=2,
-        n_train=60,
-        n_validation=30,
-        n_test=30,
-        learning_rates=(1e-6, 2e-6),
-        lower_rates=(1e-7,),
-        higher_rates=(0.03, 1e-5),
+    design = tiny_design(
+        seeds=2, learning_rates=(1e-6, 2e-6), lower_rates=(1e-7,), higher_rates=(0.03, 1e-5)
     )
     cell = run_cell(design, (5, 8, 1, "learned-add", "width"))
     rates, scores = cell["sweep_rates"], cell["sweep_validation"]
@@ -791,15 +781,7 @@ def test_the_sweep_extends_the_grid_past_a_chosen_edge():
 
 
 def test_a_cell_can_be_rerun_at_a_given_rate_and_seeds():
-    design = Design(
-        regimes=((5, 8, 1),),
-        seeds=3,
-        steps=20,
-        eval_every=10,
-        n_train=60,
-        n_validation=30,
-        n_test=30,
-    )
+    design = tiny_design(steps=20)
     job = (5, 8, 1, "learned-add", "width")
     full = run_cell(design, job, learning_rate=0.03)
     assert full["sweep_rates"] == [] and full["learning_rate"] == 0.03
