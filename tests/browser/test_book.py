@@ -109,7 +109,9 @@ async (SLACK) => {
   const article = document.querySelector('article') || document.body;
   const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
   const raw = [];
-  const tex = /\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{|\\frac|\\mathrm|\\sum|\\PE|\\dmodel/;
+  // (an inline $...$ pair too: a glued string is not typeset, so its TeX shows as typed)
+  const tex = new RegExp([/\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{|\\frac|\\mathrm|\\sum/.source,
+                          /\\PE|\\dmodel|\$[A-Za-z\\][^$]{0,40}\$/.source].join('|'));
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     const p = n.parentElement;
     if (p.closest('pre, code, script, style, mjx-container, .highlight, textarea')) continue;
