@@ -1057,8 +1057,9 @@ class Design:
         Rates whose mean validation score lies within ``tie_tolerance`` of
         the best (or within ``tie_band`` standard errors of the difference)
         are tied, and the smallest of them is kept
-        (:func:`posenc.stats.choose_rate`), so that rounding never decides
-        between rates that score the same. Files from before these fields
+        (:func:`posenc.stats.choose_rate`), so that a few roundings do not
+        decide between rates that score the same (a seed that rounding tips
+        still can: it moves a four-seed mean by up to 0.25). Files from before these fields
         (both 0) kept the best mean alone, with the ties described under
         ``selection``.
     margin : float
@@ -1232,7 +1233,7 @@ def run_cell(
     diverged copy makes its rate ineligible). :func:`posenc.stats.choose_rate`
     keeps the smallest rate whose mean lies within ``design.tie_tolerance``
     (or ``design.tie_band`` standard errors) of the best mean, so that
-    rounding never decides between rates that score the same. A design with
+    a few roundings do not decide between rates that score the same. A design with
     neither (the files of the first runs) keeps the best mean alone; by
     accuracy its exact ties go to the mean at half the budget, then to the
     smaller rate. Both scores are recorded whichever chooses. While the
@@ -1334,10 +1335,10 @@ def run_cell(
         lower = [r for r in design.lower_rates if r not in tried]
         higher = [r for r in design.higher_rates if r not in tried]
         while True:
-            rate, tied, lowest = best()
+            rate, tied, top = best()
             if min(tried) in tied and lower:
                 sweep([lower.pop(0)])
-            elif lowest == max(tried) and higher:
+            elif top == max(tried) and higher:
                 sweep([higher.pop(0)])
             else:
                 break

@@ -85,7 +85,7 @@ class ExtrapolationConfig:
     furthest). Rates within ``tie_tolerance`` of the best mean (0.01 of
     accuracy, or 0.001 nats of cross-entropy, when not given), or within
     ``tie_band`` standard errors, are tied and the smallest is kept
-    (:func:`posenc.stats.choose_rate`), so that rounding never decides;
+    (:func:`posenc.stats.choose_rate`), so that a few roundings do not decide;
     files from before these fields kept the best mean alone, exact ties to
     the smaller rate (both 0).
     """
@@ -222,7 +222,7 @@ def _best(
     (``"accuracy"``) or cross-entropy (``"loss"``) are tied, and the smallest
     of them is kept (:func:`posenc.stats.choose_rate`): where several rates
     reach an accuracy of 1 the accuracy rule keeps the smallest of them, and
-    rounding never breaks a tie. A diverged copy (NaN) makes its rate ineligible.
+    a few roundings do not break a tie. A diverged copy (NaN) makes its rate ineligible.
     """
     by_accuracy = config.rate_selection == "accuracy"
     values = np.asarray(scores if by_accuracy else losses, dtype=float)

@@ -58,7 +58,7 @@ def choose_rate(
         standard error is so large that nearly every rate ties with the best.
     tolerance : float
         A difference of means at most this large is a tie, ``>= 0``, so that
-        a difference of a few roundings never decides. ``band=0`` with
+        a difference of a few roundings does not decide. ``band=0`` with
         ``tolerance=0`` gives the plain best mean (exact ties to the smaller rate).
 
     Returns
