@@ -9,7 +9,7 @@ import pytest
 
 from posenc.experiment import LONG_BUDGET, Design
 from posenc.extrapolation import ExtrapolationConfig
-from posenc.reproduce import compare_runs, format_comparison, load_run
+from posenc.reproduce import cell_key, compare_runs, format_comparison, load_run
 
 from .fresh_checkout import fresh_checkout, make_env
 
@@ -127,10 +127,7 @@ def test_every_compared_cell_carries_its_spread_in_the_results_file():
     comparison = json.loads(COMPARISON.read_text())
     main = json.loads((RESULTS / "ch5_experiment.json").read_text())
     for cell in main["cells"]:
-        key = (cell["length"], cell["d_model"], cell["n_layers"], cell["variant"])
-        key = (*key, cell["matching"]) if "concat" in cell["variant"] else key
-        name = "main: L={} d={} layers={} {}".format(*key[:3], " ".join(key[3:]))
-        row = comparison["ch5"]["cells"][name]
+        row = comparison["ch5"]["cells"][cell_key(cell, "main")]
         assert cell["cpu_spread"] == row["spread"] and cell["cpu_rates"] == row["learning_rate"]
     for part in ("ch7_extrapolation", "ch7_rate_by_loss"):
         if part not in comparison:

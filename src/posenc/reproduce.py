@@ -32,6 +32,7 @@ from . import experiment as ex
 from . import extrapolation as xp
 
 __all__ = [
+    "cell_key",
     "ch5_summary",
     "ch7_summary",
     "compare_runs",
@@ -49,6 +50,17 @@ def _regime(key: Sequence[Any]) -> str:
     length, d_model, n_layers = key[:3]
     rest = " ".join(str(k) for k in key[3:])
     return f"L={length} d={d_model} layers={n_layers}" + (f" {rest}" if rest else "")
+
+
+def cell_key(cell: Mapping[str, Any], part: str) -> str:
+    """The name of one chapter-5 cell in the comparison, e.g. ``"main: L=8 d=16 layers=1 ..."``.
+
+    ``part`` is ``"main"``, ``"arm"`` or ``"long"``; a concatenated model is
+    named with its matching, an added one is not.
+    """
+    key = (cell["length"], cell["d_model"], cell["n_layers"], cell["variant"])
+    key = (*key, cell["matching"]) if "concat" in cell["variant"] else key
+    return f"{part}: {_regime(key)}"
 
 
 def _verdict(verdict: str, ceiling: bool) -> str:
@@ -92,9 +104,7 @@ def ch5_summary(
         if results is None:
             continue
         for cell in results["cells"]:
-            key = (cell["length"], cell["d_model"], cell["n_layers"], cell["variant"])
-            key = (*key, cell["matching"]) if "concat" in cell["variant"] else key
-            out["cells"][f"{name}: {_regime(key)}"] = {
+            out["cells"][cell_key(cell, name)] = {
                 "learning_rate": cell["learning_rate"],
                 "mean": float(np.mean(cell["test_accuracy"][-1])),
             }
@@ -345,9 +355,7 @@ def record_spreads(folder: str | Path, comparison: Mapping[str, Any]) -> list[Pa
             if prefix is None:
                 key = f"{cell['task']} {cell['method']}"
             else:
-                k = (cell["length"], cell["d_model"], cell["n_layers"], cell["variant"])
-                k = (*k, cell["matching"]) if "concat" in cell["variant"] else k
-                key = f"{prefix}: {_regime(k)}"
+                key = cell_key(cell, prefix)
             row = comparison[part]["cells"].get(key)
             if row is None:
                 continue  # not run under every setting
