@@ -22,6 +22,13 @@ the book ignores:
   sphinx-exercise ignore these flags. As JupyterLab shows a collapsed cell by
   its first line, each such cell starts with a comment line ``% Solution``
   (Markdown) or ``# Solution`` (code), which neither renders.
+* **Evidence**: a code cell tagged ``hide-input``, ``hide-cell`` or
+  ``hide-output`` (the book's "How we know: show the ..." toggle) gets the
+  matching ``jupyter.source_hidden`` / ``jupyter.outputs_hidden`` flags, and a
+  hidden source starts with a ``# How we know`` line, which JupyterLab shows
+  on the collapsed cell. The prose of the evidence layer is a dropdown
+  admonition (``:class: dropdown``) titled "How we know: ...", which the book
+  and jupyterlab-myst both render closed.
 * **Explorers**: a stored output that holds a widget view keeps only its
   plain-text hint ("Run this cell to get the sliders ..."), and the saved
   widget state (``metadata.widgets``, PNG bytes of one machine's rendering) is
@@ -148,6 +155,32 @@ def _label_first_line(cell: dict) -> None:
     text = _source(cell)
     if line and not text.startswith(line):
         cell["source"] = (line + text).splitlines(keepends=True)
+
+
+#: First line of a collapsed evidence cell: JupyterLab shows a collapsed cell by
+#: its first line, so the reader sees the layer's name there, as in the book.
+EVIDENCE_LINE = "# How we know"
+
+
+def collapse_evidence(cells: list[dict]) -> None:
+    """Collapse the evidence layer's code cells in JupyterLab as the book hides them.
+
+    ``hide-input`` collapses the source, ``hide-output`` the outputs, and
+    ``hide-cell`` both (JupyterLab's ``jupyter.source_hidden`` and
+    ``jupyter.outputs_hidden``). A hidden source that does not start with a
+    ``# How we know`` comment gets one as its first line.
+    """
+    for cell in cells:
+        if cell["cell_type"] != "code":
+            continue
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if tags & {"hide-input", "hide-cell"}:
+            _set_flag(cell, "source_hidden", True)
+            text = _source(cell)
+            if not text.startswith(EVIDENCE_LINE):
+                cell["source"] = (EVIDENCE_LINE + "\n" + text).splitlines(keepends=True)
+        if tags & {"hide-output", "hide-cell"}:
+            _set_flag(cell, "outputs_hidden", True)
 
 
 def strip_widget_views(nb: dict) -> None:
@@ -501,6 +534,7 @@ def transform(
     nb["cells"] = front_matter(nb["cells"], book_macros() if macros is None else macros)
     nb["cells"] = split_solution_gates(nb["cells"])
     collapse_solutions(nb["cells"])
+    collapse_evidence(nb["cells"])
     link_pages(nb["cells"], folder)
     nb["cells"] = open_in_lab(nb["cells"])
     link_citations(nb["cells"], citation_labels())

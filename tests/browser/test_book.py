@@ -17,7 +17,9 @@ Each page is opened once; the checks below read what that visit recorded:
 * no JavaScript error is logged and no request fails or leaves the machine;
 * every link inside the book resolves, anchor included;
 * the widget state and the widget JavaScript are shipped only with a live widget;
-* no placeholder address is left anywhere in the build.
+* no placeholder address is left anywhere in the build;
+* no chapter page shows more than 2,500 words of prose before the reader
+  clicks anything (the evidence layer, "How we know", is one click away).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ HTML = Path(os.environ.get("BOOK_HTML") or ROOT / "_build" / "html")
 WIDTH = 1280
 # A box may exceed its column by at most this many CSS pixels (sub-pixel rounding).
 SLACK = 1.0
+# Words of prose a chapter page may show on first load (the main path).
+PROSE_BUDGET = 2500
 PLACEHOLDERS = ("example.org", "example-org", "example.com", "example-com")
 
 
@@ -57,6 +61,7 @@ def toc_pages() -> list[str]:
 
 
 PAGES = toc_pages()
+CHAPTERS = [page for page in PAGES if page.startswith("chapters/")]
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -171,6 +176,22 @@ async (SLACK) => {
     }
   }
   out.wide = wide;
+
+  // Prose a reader sees on first load, before clicking anything: words of text
+  // in the article that is displayed, outside code, outputs (figure captions
+  // count), typeset maths, buttons and the page navigation.
+  const notProse = 'pre, code, script, style, textarea, button, mjx-container, .highlight, ' +
+    '.cell_input, .headerlink, .prev-next-area, nav, .toggle-button';
+  let prose = 0;
+  const words = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  for (let n = words.nextNode(); n; n = words.nextNode()) {
+    const p = n.parentElement;
+    if (p.closest(notProse)) continue;
+    if (p.closest('.cell_output') && !p.closest('figcaption')) continue;
+    if (!p.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) continue;
+    prose += n.textContent.split(/\s+/).filter(w => /[A-Za-z0-9]/.test(w)).length;
+  }
+  out.prose_words = prose;
 
   // Links, as the browser resolves them (also those added by scripts).
   out.links = [...document.querySelectorAll('a[href]')].map(a => a.href);
@@ -323,6 +344,22 @@ def test_widget_code_only_with_live_widgets(reports: dict, page: str) -> None:
     if r["widget_views"] == 0:
         assert r["widget_state"] == 0, "widget state shipped for no visible widget"
         assert not r["widget_js"], f"widget JavaScript loaded for no widget: {r['widget_js']}"
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_prose_budget(reports: dict, page: str) -> None:
+    words = reports[page]["prose_words"]
+    assert words <= PROSE_BUDGET, (
+        f"{page} shows {words} words of prose on first load, over the budget of "
+        f"{PROSE_BUDGET}: move evidence into a 'How we know' dropdown"
+    )
+
+
+def test_prose_is_counted(reports: dict) -> None:
+    # The count sees the text: every chapter page has a main path to read.
+    assert all(reports[page]["prose_words"] > 300 for page in CHAPTERS), {
+        page: reports[page]["prose_words"] for page in CHAPTERS
+    }
 
 
 def test_no_placeholder_address() -> None:
