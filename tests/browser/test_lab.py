@@ -332,7 +332,7 @@ def test_solutions_are_collapsed(chapter):
     _, record = chapter
     # Three exercises, each with hidden cells whose placeholder shows a comment line only.
     assert len(record["placeholders"]) >= 3
-    assert all(p.startswith(("% Solution", "# Solution")) for p in record["placeholders"])
+    assert all(p.startswith(COLLAPSED_FIRST_LINES) for p in record["placeholders"])
     assert record["solution_code_shown"] == 0
 
 
@@ -458,6 +458,48 @@ OTHER_CHAPTERS = sorted(
 RAW_MARKUP = re.compile(r"\{(?:cite|numref|ref|eq|doc|term|download|glue)(?::\w+)?\}`|```\{|:::\{")
 
 
+#: First lines of the cells JupyterLab shows collapsed: solutions and the evidence layer.
+COLLAPSED_FIRST_LINES = ("% Solution", "# Solution", "# How we know")
+
+
+def evidence_sentences(path: str) -> list[str]:
+    """A phrase from the body of each "How we know" dropdown of ``path``: hidden until a click."""
+    nb = json.loads((ROOT / path).read_text(encoding="utf-8"))
+    found = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = "".join(cell["source"])
+        for body in re.findall(
+            r":::+\{admonition\} How we know[^\n]*\n(?::[\w-]+:[^\n]*\n)*\n*(.*?)\n:::", text, re.S
+        ):
+            words = re.findall(r"^[A-Z][a-z]+(?: [a-z]+){3}", body, re.M)
+            if words:
+                found.append(words[0])
+    return found
+
+
+def shown_evidence(page, phrases: list[str]) -> list[str]:
+    """The phrases of ``phrases`` that a reader sees in the rendered Markdown cells."""
+    return page.evaluate(
+        """(phrases) => {
+          const cells = [...document.querySelectorAll(
+            '.jp-MarkdownCell .jp-RenderedMarkdown, .jp-MarkdownCell .myst')];
+          const shown = new Set();
+          for (const cell of cells) {
+            const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+            for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+              const p = n.parentElement;
+              if (!p.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) continue;
+              for (const w of phrases) if (n.textContent.includes(w)) shown.add(w);
+            }
+          }
+          return [...shown];
+        }""",
+        phrases,
+    )
+
+
 def hidden_solution_line(path: str) -> str:
     """A line of a collapsed code cell (a solution) that no visible cell of ``path`` has."""
     nb = json.loads((ROOT / path).read_text(encoding="utf-8"))
@@ -514,6 +556,8 @@ def test_every_chapter_runs_and_reads_cleanly(browser, lab, checkout, path):
             if RAW_MARKUP.search(t)
         ]
         assert raw == []
+        # The evidence layer is closed on opening, as in the book.
+        assert shown_evidence(page, evidence_sentences(path)) == []
         console = [t for kind, t in record["console"] if kind in ("error", "pageerror")]
         assert [e for e in console if "target was not found" not in e] == []
         assert record["run_all_seconds"] < RUN_ALL_LIMIT
