@@ -10,13 +10,16 @@ from hypothesis import strategies as st
 
 from posenc import frequencies, sinusoidal
 from posenc.variants import (
+    FLOAT32_RECIPES,
     SPACINGS,
     endpoint_base,
+    float32_frequencies,
     padded_positions,
     sinusoidal_at,
     sinusoidal_float32,
     spaced_frequencies,
     split_permutation,
+    timestep_embedding,
     timing_signal,
 )
 
@@ -39,6 +42,26 @@ def timing_signal_by_formula(length, d_model, base=10_000.0, start=0):
     scaled = np.arange(start, start + length)[:, None] * inv_timescales[None, :]
     signal = np.concatenate([np.sin(scaled), np.cos(scaled)], axis=1)
     return np.pad(signal, [(0, 0), (0, d_model % 2)])
+
+
+def timestep_embedding_by_formula(positions, d_model, base, flip, shift):
+    """diffusers' documented recipe written out in float64: exponent -ln(n) i / (h - s)."""
+    half = d_model // 2
+    exponent = -math.log(base) * np.arange(half) / (half - shift)
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * np.exp(exponent)[None, :]
+    signal = np.concatenate([np.sin(angles), np.cos(angles)], axis=1)
+    if flip:
+        signal = np.concatenate([signal[:, half:], signal[:, :half]], axis=1)
+    return np.pad(signal, [(0, 0), (0, d_model % 2)])
+
+
+def keras_sine_position_encoding_by_formula(length, d_model, base=10_000.0, start=0):
+    """Keras's documented SinePositionEncoding in float64: interleaved, (1/n)^(2(j//2)/d)."""
+    columns = np.arange(d_model)
+    timescales = (1.0 / base) ** (2 * (columns // 2) / d_model)
+    angles = np.arange(start, start + length, dtype=np.float64)[:, None] * timescales
+    cos_mask = columns % 2
+    return np.sin(angles) * (1 - cos_mask) + np.cos(angles) * cos_mask
 
 
 # --- layouts ---------------------------------------------------------------------
@@ -132,6 +155,80 @@ def test_timing_signal_is_accurate_against_mpmath():
             assert table[k, half + i] == pytest.approx(float(mpmath.cos(angle)), abs=1e-13)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    d_model=st.integers(2, 96),
+    positions=st.lists(st.integers(0, 3000), min_size=0, max_size=20),
+    flip=st.booleans(),
+    shift=st.sampled_from([0.0, 1.0, 0.5, -1.0]),
+    base=st.floats(10.0, 1e5),
+)
+def test_timestep_embedding_matches_the_diffusers_recipe(d_model, positions, flip, shift, base):
+    if not shift < d_model // 2:
+        return
+    positions = np.array(positions, dtype=np.int64)
+    np.testing.assert_allclose(
+        timestep_embedding(positions, d_model, base, flip_sin_to_cos=flip, freq_shift=shift),
+        timestep_embedding_by_formula(positions, d_model, base, flip, shift).reshape(
+            len(positions), d_model
+        ),
+        rtol=0,
+        atol=1e-11,
+    )
+
+
+@pytest.mark.parametrize("d_model", [4, 7, 64, 513])
+def test_timestep_embedding_default_is_the_timing_signal(d_model):
+    start, length = 5, 300
+    np.testing.assert_allclose(
+        timestep_embedding(np.arange(start, start + length), d_model),
+        timing_signal(length, d_model, start=start),
+        rtol=0,
+        atol=1e-15,
+    )
+
+
+@pytest.mark.parametrize("d_model", [2, 8, 9, 512])
+def test_timestep_embedding_cos_first_with_no_shift_is_the_paper_table_reordered(d_model):
+    # diffusers' UNet2DConditionModel default: [cos | sin] at the paper's frequencies
+    even = 2 * (d_model // 2)
+    perm = np.concatenate([np.arange(1, even, 2), np.arange(0, even, 2)])
+    table = timestep_embedding(np.arange(400), d_model, flip_sin_to_cos=True, freq_shift=0)
+    np.testing.assert_allclose(table[:, :even], sinusoidal(400, even)[:, perm], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(table[:, even:], 0.0)
+
+
+def test_timestep_embedding_keeps_the_shape_of_positions_and_is_accurate():
+    positions = np.array([[0, 10**6], [7, 123_456]])
+    table = timestep_embedding(positions, 12, freq_shift=0.5)
+    assert table.shape == (2, 2, 12)
+    half = 6
+    with mpmath.workdps(40):
+        for k, row in ((10**6, table[0, 1]), (123_456, table[1, 1])):
+            for i in range(half):
+                angle = k * mpmath.power(10_000, -mpmath.mpf(i) / (half - mpmath.mpf("0.5")))
+                assert row[i] == pytest.approx(float(mpmath.sin(angle)), abs=1e-15)
+                assert row[half + i] == pytest.approx(float(mpmath.cos(angle)), abs=1e-15)
+
+
+@pytest.mark.parametrize("d_model", [1, 2, 5, 8, 63, 64])
+def test_keras_sine_position_encoding_is_the_paper_table(d_model):
+    # interleaved, the paper's spacing, and for odd widths a last sine column, as posenc
+    np.testing.assert_allclose(
+        keras_sine_position_encoding_by_formula(500, d_model),
+        sinusoidal(500, d_model),
+        rtol=0,
+        atol=1e-12,
+    )
+    # its start_index: the rows of positions start, start + 1, ...
+    np.testing.assert_allclose(
+        keras_sine_position_encoding_by_formula(50, d_model, start=1000),
+        sinusoidal_at(np.arange(1000, 1050), d_model),
+        rtol=0,
+        atol=1e-12,
+    )
+
+
 # --- offsets -------------------------------------------------------------------------
 
 
@@ -191,10 +288,11 @@ def test_sinusoidal_at_keeps_the_shape_of_positions():
 
 @pytest.mark.parametrize("k", [10**6, 123_456_789, 2**40 + 3])
 def test_sinusoidal_at_is_accurate_at_huge_positions(k):
-    # The angle k * omega is formed exactly (the frequency to 40 digits), so what
-    # is left is the final rounding and the first-order correction's neglected
-    # term, at most about (k * 2**-53)**2 / 2; float64 angles would be off by
-    # about k * 2**-53 (1e-10 at k = 10**6, 1e-4 at k = 2**40).
+    # The angle k * omega is formed with an error far below a float64 ulp of the
+    # angle (the frequency to 40 digits, Dekker's two-product), so what is left
+    # is the final rounding and the first-order correction's neglected term, at
+    # most about (k * 2**-53)**2 / 2; float64 angles would be off by about
+    # k * 2**-53 (1e-10 at k = 10**6, 1e-4 at k = 2**40).
     d_model = 12
     row = sinusoidal_at([k], d_model)[0]
     exact = [exact_code(k, j, d_model) for j in range(d_model)]
@@ -248,6 +346,53 @@ def test_float32_sine_and_cosine_are_correctly_rounded():
             assert row[2 * i + 1] == np.float32(float(mpmath.cos(exact)))
 
 
+@pytest.mark.parametrize("d_model", [1, 7, 64, 512])
+def test_exp_recipe_frequencies_follow_the_float32_steps(d_model):
+    omega = float32_frequencies(d_model, recipe="exp")
+    assert omega.dtype == np.float32 and omega.shape == ((d_model + 1) // 2,)
+    step = np.float32(-math.log(10_000.0) / d_model)
+    exponent = np.arange(0, d_model, 2, dtype=np.float32) * step
+    assert exponent.dtype == np.float32
+    with mpmath.workdps(40):
+        exact = [float(mpmath.exp(mpmath.mpf(float(x)))) for x in exponent]
+    # the exponential of the float32 exponent, correctly rounded to float32
+    np.testing.assert_array_equal(omega, np.array(exact).astype(np.float32))
+    # NumPy's own float32 exp gives the same frequencies to within a float32 ulp or two
+    np.testing.assert_allclose(np.exp(exponent), omega, rtol=2.5e-7, atol=0)
+
+
+@pytest.mark.parametrize("d_model", [16, 64, 512])
+def test_exp_recipe_frequencies_are_the_same_on_every_machine(d_model):
+    # The float64 exponential sits far from every float32 rounding boundary, so
+    # any float64 exp accurate to a few ulps rounds to the same float32 value.
+    exponent = np.arange(0, d_model, 2, dtype=np.float32) * np.float32(-math.log(1e4) / d_model)
+    wide = np.exp(exponent.astype(np.float64))
+    low = wide.astype(np.float32).astype(np.float64)
+    spacing = np.spacing(wide.astype(np.float32)).astype(np.float64)
+    to_boundary = np.abs(np.abs(wide - low) - spacing / 2)
+    assert np.all(to_boundary > 100 * np.spacing(wide))
+
+
+def test_exp_recipe_is_worse_than_the_nearest_frequencies():
+    d_model = 512
+    exact = frequencies(d_model)
+    nearest = np.abs(float32_frequencies(d_model).astype(np.float64) / exact - 1)
+    recipe = np.abs(float32_frequencies(d_model, recipe="exp").astype(np.float64) / exact - 1)
+    assert nearest.max() <= 2.0**-24
+    assert 4 * 2.0**-24 < recipe.max() < 16 * 2.0**-24
+
+
+def test_float32_table_with_the_exp_recipe_uses_its_frequencies():
+    positions = np.arange(0, 5000, 7)
+    table = sinusoidal_float32(positions, 10, recipe="exp")
+    angle = (positions.astype(np.float32)[:, None] * float32_frequencies(10, recipe="exp")).astype(
+        np.float64
+    )
+    np.testing.assert_array_equal(table[:, 0::2], np.sin(angle).astype(np.float32))
+    np.testing.assert_array_equal(table[:, 1::2], np.cos(angle).astype(np.float32))
+    assert FLOAT32_RECIPES == ("nearest", "exp")
+
+
 def test_float32_odd_width():
     table = sinusoidal_float32(np.arange(5), 5, 100.0)
     np.testing.assert_allclose(table, sinusoidal(5, 5, 100.0), atol=1e-6)
@@ -285,6 +430,14 @@ def test_float32_odd_width():
         (lambda: sinusoidal_float32([[1, 2]], 8), ValueError, "positions must have 1 dimension"),
         (lambda: sinusoidal_float32([1.5], 8), TypeError, "positions must be an array of integ"),
         (lambda: sinusoidal_float32([1], 8, "big"), TypeError, "base must be a real number"),
+        (lambda: sinusoidal_float32([1], 8, recipe="log"), ValueError, "recipe must be one of"),
+        (lambda: float32_frequencies(0), ValueError, "d_model must be an integer >= 1"),
+        (lambda: timestep_embedding([1], 1), ValueError, "d_model must be an integer >= 2"),
+        (lambda: timestep_embedding([1], 2), ValueError, "freq_shift must be < d_model // 2"),
+        (lambda: timestep_embedding([1], 8, freq_shift=4), ValueError, "freq_shift must be <"),
+        (lambda: timestep_embedding([1], 8, freq_shift="1"), TypeError, "freq_shift must be a"),
+        (lambda: timestep_embedding([1], 8, flip_sin_to_cos=1), TypeError, "flip_sin_to_cos must"),
+        (lambda: timestep_embedding([0.5], 8), TypeError, "positions must be an array of integ"),
     ],
 )
 def test_bad_input(call, error, pattern):

@@ -3,30 +3,40 @@ r"""The sinusoidal code as major libraries build it, and as float32 code compute
 Three things vary between the paper and the libraries a reader will meet:
 
 * the **layout** of the columns: interleaved (sin, cos, sin, cos, ...) as in
-  the paper, or split halves [sin ... | cos ...] as in tensor2tensor and
-  fairseq. The two are the same numbers in a different column order:
-  :func:`split_permutation` gives the order, and ``posenc.sinusoidal(...,
-  layout="split")`` the split table itself;
+  the paper and Keras's ``SinePositionEncoding``, split halves
+  [sin ... | cos ...] as in tensor2tensor, fairseq and diffusers'
+  ``get_timestep_embedding`` by default, or [cos ... | sin ...] as in
+  diffusers with ``flip_sin_to_cos=True``. They are the same numbers in a
+  different column order: :func:`split_permutation` gives the split order,
+  and ``posenc.sinusoidal(..., layout="split")`` the split table itself;
 * the **spacing** of the frequencies: the paper's
-  :math:`\omega_i = n^{-2i/d}` or the *endpoint* spacing
+  :math:`\omega_i = n^{-2i/d}` (also Keras's) or the *endpoint* spacing
   :math:`\omega_i = n^{-i/(d/2 - 1)}` of tensor2tensor's
-  ``get_timing_signal_1d`` (also used by fairseq), whose slowest pair has
-  frequency exactly :math:`1/n`. These are genuinely different numbers; the
-  endpoint spacing equals the paper's formula with the larger base
-  :func:`endpoint_base`;
+  ``get_timing_signal_1d`` (also used by fairseq, and by diffusers with its
+  default ``downscale_freq_shift=1``), whose slowest pair has frequency
+  exactly :math:`1/n`. These are genuinely different numbers; the endpoint
+  spacing equals the paper's formula with the larger base
+  :func:`endpoint_base`. :func:`timestep_embedding` covers diffusers'
+  whole family :math:`n^{-i/(d/2 - s)}`;
 * the **first position**: fairseq numbers the tokens of a sequence from
   ``padding_idx + 1`` (:func:`padded_positions`), so its first token gets the
   code of position 2 when the padding index is 1.
 
+These functions follow the libraries' formulas in float64; the libraries
+themselves compute in float32 by default, with the errors that
+:func:`sinusoidal_float32` measures.
+
 :func:`sinusoidal_at` gives the float64 code of any integer positions (the
-angles formed exactly, as in :func:`posenc.sinusoidal`), and
-:func:`sinusoidal_float32` the table as many implementations compute it, with
-float32 angles, for the precision comparisons of chapter 3.
+angles formed as in :func:`posenc.sinusoidal`, with an error far below one
+float64 unit in the last place of the angle), and :func:`sinusoidal_float32`
+the table as many implementations compute it, with float32 angles, for the
+precision comparisons of chapter 3.
 """
 
 from __future__ import annotations
 
 import decimal
+import math
 from typing import Any
 
 import numpy as np
@@ -35,17 +45,21 @@ from .encodings import LAYOUTS, _frequencies_hi_lo, _sin_cos_exact_angle, freque
 from .validation import check_choice, check_integer, check_real
 
 __all__ = [
+    "FLOAT32_RECIPES",
     "SPACINGS",
     "endpoint_base",
+    "float32_frequencies",
     "padded_positions",
     "sinusoidal_at",
     "sinusoidal_float32",
     "spaced_frequencies",
     "split_permutation",
+    "timestep_embedding",
     "timing_signal",
 ]
 
 SPACINGS = ("paper", "endpoint")
+FLOAT32_RECIPES = ("nearest", "exp")
 
 
 def _check_positions(name: str, positions: Any) -> np.ndarray:
@@ -210,6 +224,95 @@ def timing_signal(
     return table
 
 
+def _shifted_frequencies_hi_lo(
+    half: int, base: float, shift: float
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The frequencies :math:`n^{-i/(h - s)}`, ``0 <= i < h``, to 40 digits, as ``hi + lo``."""
+    with decimal.localcontext() as context:
+        context.prec = 40
+        rate = decimal.Decimal(base).ln() / (decimal.Decimal(half) - decimal.Decimal(shift))
+        exact = [(-i * rate).exp() for i in range(half)]
+        hi = np.array([float(w) for w in exact])
+        lo = np.array([float(w - decimal.Decimal(h)) for w, h in zip(exact, hi, strict=True)])
+    return hi, lo
+
+
+def timestep_embedding(
+    positions: Any,
+    d_model: int,
+    base: float = 10_000.0,
+    *,
+    flip_sin_to_cos: bool = False,
+    freq_shift: float = 1.0,
+) -> np.ndarray:
+    r"""The code in the layout and spacing of diffusers' ``get_timestep_embedding``.
+
+    With :math:`h = \lfloor d/2 \rfloor` and :math:`s` = ``freq_shift``
+    (diffusers' ``downscale_freq_shift``), pair ``i`` (``0 <= i < h``) has the
+    frequency :math:`n^{-i/(h - s)}`. The ``h`` sine columns come first and
+    then the ``h`` cosine columns ([sin | cos]); ``flip_sin_to_cos=True``
+    swaps the halves ([cos | sin]); an odd ``d_model`` gets a last column of
+    zeros. ``freq_shift=1`` (diffusers' default) is the endpoint spacing, so
+    the rows equal :func:`timing_signal`'s; ``freq_shift=0`` (diffusers'
+    ``UNet2DConditionModel`` default, with ``flip_sin_to_cos=True``) is the
+    paper's spacing for an even width, so the rows are those of
+    :func:`posenc.sinusoidal` with the columns reordered.
+
+    The formula is diffusers'; the arithmetic is not. This function works in
+    float64, with the frequencies computed to 40 digits and the angles formed
+    as in :func:`sinusoidal_at`, so it agrees with the exact code to a few
+    float64 units in the last place of 1,
+    whereas diffusers computes in float32 (with the errors that
+    :func:`sinusoidal_float32` measures). It takes integer positions;
+    diffusers also accepts fractional timesteps, and its ``scale`` argument
+    (which multiplies the angles) is left out.
+
+    Parameters
+    ----------
+    positions : array_like of int
+        Any shape, entries ``>= 0``.
+    d_model : int
+        Width ``d``, ``>= 2``.
+    base : float
+        The base ``n`` (diffusers' ``max_period``), finite and ``> 0``.
+    flip_sin_to_cos : bool
+        ``True`` for the [cos | sin] order.
+    freq_shift : float
+        The shift ``s``, finite and ``< d_model // 2``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``positions.shape + (d_model,)``, float64.
+
+    Examples
+    --------
+    >>> timestep_embedding([1], 4, 100.0).round(4)
+    array([[0.8415, 0.01  , 0.5403, 1.    ]])
+    >>> timestep_embedding([1], 5, 100.0, flip_sin_to_cos=True, freq_shift=0).round(4)
+    array([[0.5403, 0.995 , 0.8415, 0.0998, 0.    ]])
+    """
+    positions = _check_positions("positions", positions)
+    d_model = check_integer("d_model", d_model, minimum=2)
+    base = check_real("base", base, positive=True)
+    if not isinstance(flip_sin_to_cos, (bool, np.bool_)):
+        raise TypeError(f"flip_sin_to_cos must be a bool, got {type(flip_sin_to_cos).__name__}")
+    half = d_model // 2
+    freq_shift = check_real("freq_shift", freq_shift)
+    if not freq_shift < half:
+        raise ValueError(
+            f"freq_shift must be < d_model // 2 = {half} (the spacing divides by "
+            f"d_model // 2 - freq_shift), got {freq_shift}"
+        )
+    s, c = _sin_cos_exact_angle(
+        positions.ravel(), *_shifted_frequencies_hi_lo(half, base, freq_shift)
+    )
+    first, second = (c, s) if flip_sin_to_cos else (s, c)
+    table = np.zeros((positions.size, d_model))
+    table[:, :half], table[:, half : 2 * half] = first, second
+    return table.reshape((*positions.shape, d_model))
+
+
 def padded_positions(tokens: Any, padding_idx: int) -> np.ndarray:
     """Positions numbered as fairseq numbers them: from ``padding_idx + 1``, padding skipped.
 
@@ -250,15 +353,19 @@ def sinusoidal_at(
     """The float64 sinusoidal code of arbitrary non-negative integer positions.
 
     Row for position ``k`` agrees with row ``k`` of :func:`posenc.sinusoidal`
-    to a float64 rounding or two, without building the ``k + 1`` rows before
-    it: every angle is formed as there (the product ``k * omega`` without
-    rounding error, the frequency computed to 40 digits) and evaluated
-    directly. Useful for large or scattered positions (position one million,
-    positions after a padding index). What remains is the rounding of the
-    final sine and cosine and the first-order correction's neglected term,
-    at most about ``(k * 2**-53)**2 / 2``: below one float64 rounding up to
-    ``k`` near ``10**8``, where ``np.sin(k * omega)`` is already off by about
-    ``k * 2**-53``.
+    to within ``1e-15`` (a few float64 units in the last place of 1, not
+    bit for bit), without building the ``k + 1`` rows before it: every angle
+    is formed as there and evaluated directly. The frequency is computed to
+    40 digits and kept as a float64 plus the part float64 misses; the
+    product ``k * omega`` is split into its float64 value and its exact
+    rounding error (Dekker's two-product). The angle is not exact (the small
+    parts are still rounded), but its error is far below one float64 unit in
+    the last place of the angle. Useful for large or scattered positions
+    (position one million, positions after a padding index). What remains
+    is the rounding of the final sine and cosine and the first-order
+    correction's neglected term, at most about ``(k * 2**-53)**2 / 2``: below
+    one float64 rounding up to ``k`` near ``10**8``, where
+    ``np.sin(k * omega)`` is already off by about ``k * 2**-53``.
 
     Parameters
     ----------
@@ -294,13 +401,68 @@ def sinusoidal_at(
     return table.reshape((*positions.shape, d_model))
 
 
-def sinusoidal_float32(positions: Any, d_model: int, base: float = 10_000.0) -> np.ndarray:
+def float32_frequencies(
+    d_model: int, base: float = 10_000.0, *, recipe: str = "nearest"
+) -> np.ndarray:
+    r"""The float32 frequencies a float32 implementation starts from.
+
+    * ``"nearest"``: the float32 values nearest :math:`n^{-2i/d}`, the best a
+      float32 implementation can start from;
+    * ``"exp"``: the recipe most PyTorch tutorials use,
+      ``div_term = exp(arange(0, d, 2) * (-ln(n) / d))`` with every step in
+      float32 (PyTorch's default dtype): the constant ``-ln(n) / d`` is
+      rounded to float32, the product with each even integer ``2i`` is
+      rounded to float32, and so is the exponential. Each rounding of the
+      exponent, of size up to about 9.2 for ``n = 10**4``, is an absolute
+      error of up to half a float32 unit in the last place of the exponent,
+      which the exponential turns into a relative error of the frequency:
+      several times a float32 rounding, growing with ``i``.
+
+    The exponential here is the float64 one rounded to float32, which is
+    correctly rounded but for rare ties, so that the result is the same on
+    every machine; a library's float32 ``exp`` (NumPy's, PyTorch's) may
+    differ from it in the last bit.
+
+    Parameters
+    ----------
+    d_model : int
+        Width ``d``, ``>= 1``.
+    base : float
+        The base ``n``, finite and ``> 0``.
+    recipe : {"nearest", "exp"}
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(ceil(d_model / 2),)``, float32.
+
+    Examples
+    --------
+    >>> float32_frequencies(4, 100.0)
+    array([1. , 0.1], dtype=float32)
+    >>> bool(float32_frequencies(64, recipe="exp")[20] != float32_frequencies(64)[20])
+    True
+    """
+    d_model = check_integer("d_model", d_model, minimum=1)
+    base = check_real("base", base, positive=True)
+    recipe = check_choice("recipe", recipe, FLOAT32_RECIPES)
+    if recipe == "nearest":
+        return frequencies(d_model, base).astype(np.float32)
+    step = np.float32(-math.log(base) / d_model)
+    exponent = np.arange(0, d_model, 2, dtype=np.float32) * step  # rounded to float32
+    return np.exp(exponent.astype(np.float64)).astype(np.float32)
+
+
+def sinusoidal_float32(
+    positions: Any, d_model: int, base: float = 10_000.0, *, recipe: str = "nearest"
+) -> np.ndarray:
     r"""The interleaved table with its angles computed in float32, as many implementations do.
 
-    Positions and frequencies are float32 (the frequencies are the float32
-    values nearest the exact ones, the best a float32 implementation can
-    start from; the usual ``exp(2i * (-ln n / d))`` recipe adds a rounding of
-    its own of the same order), their product is rounded to float32, and
+    Positions and frequencies are float32 (by default the float32 values
+    nearest the exact frequencies, the best a float32 implementation can
+    start from; ``recipe="exp"`` takes those of the usual
+    ``exp(arange(0, d, 2) * (-ln(n) / d))`` recipe, see
+    :func:`float32_frequencies`), their product is rounded to float32, and
     the sine and cosine of that float32 angle are rounded to float32. They
     are evaluated in float64 before that rounding, so that the table is the
     same on every machine: a float32 ``sin`` differs between CPUs by a unit
@@ -319,6 +481,8 @@ def sinusoidal_float32(positions: Any, d_model: int, base: float = 10_000.0) -> 
         Width ``d``, ``>= 1``.
     base : float
         The base ``n``, finite and ``> 0``.
+    recipe : {"nearest", "exp"}
+        Where the float32 frequencies come from (:func:`float32_frequencies`).
 
     Returns
     -------
@@ -339,7 +503,7 @@ def sinusoidal_float32(positions: Any, d_model: int, base: float = 10_000.0) -> 
     base = check_real("base", base, positive=True)
     if positions.ndim != 1:
         raise ValueError(f"positions must have 1 dimension, got shape {positions.shape}")
-    omega = frequencies(d_model, base).astype(np.float32)
+    omega = float32_frequencies(d_model, base, recipe=recipe)
     angles = positions.astype(np.float32)[:, None] * omega[None, :]
     table = np.empty((positions.size, d_model), dtype=np.float32)
     wide = angles.astype(np.float64)  # exact: every float32 is a float64
