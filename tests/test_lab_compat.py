@@ -245,3 +245,56 @@ def test_a_notebook_offered_for_download_gets_a_link_that_opens_it_in_lab(tmp_pa
     assert again == out
     marks = [c["metadata"].get(lab_compat.MARK) for c in out["cells"]]
     assert marks.count("open-in-lab") == 1
+
+
+def _flags(cell):
+    return cell.get("metadata", {}).get("jupyter", {})
+
+
+def test_the_evidence_layer_is_collapsed_as_in_the_book():
+    figure = {"figure": {"name": "fig-e", "caption": "A check of a check."}}
+    cells = [
+        code("assert 1 + 1 == 2", tags=["hide-input"]),
+        code("# How we know: the plot\nplot()", tags=["hide-cell"], mystnb=figure),
+        code("print(3)", tags=["hide-output"]),
+        code("print(4)"),
+    ]
+    cells = lab_compat.caption_figures(cells)
+    lab_compat.collapse_evidence(cells)
+    check, plot, caption, out, plain = cells
+    assert _flags(check) == {"source_hidden": True}
+    assert "".join(check["source"]).startswith("# How we know\nassert")
+    assert _flags(plot) == {"source_hidden": True, "outputs_hidden": True}
+    assert "".join(plot["source"]).count("# How we know") == 1  # not added twice
+    # The caption of a hidden figure is collapsed with it, under the layer's name.
+    assert _flags(caption) == {"source_hidden": True}
+    assert "".join(caption["source"]).startswith("% How we know")
+    assert _flags(out) == {"outputs_hidden": True}
+    assert _flags(plain) == {}
+
+
+def test_stale_collapse_flags_are_cleared_outside_solutions():
+    stale = md("% Solution\nWhere to go next.", jupyter={"source_hidden": True})
+    cells = [
+        md("```{solution-start} ex-1\n:class: dropdown\n```"),
+        md("The answer."),
+        md("```{solution-end}\n```"),
+        stale,
+    ]
+    lab_compat.collapse_solutions(cells)
+    assert _flags(cells[1]) == {"source_hidden": True}
+    assert _flags(stale) == {} and "".join(stale["source"]) == "Where to go next."
+
+
+def test_a_label_before_a_box_gets_a_stand_in():
+    nb = {
+        "cells": [
+            md("# Chapter two"),
+            md("(range-mistake)=\n:::{warning} Values between 0 and 1\nNo.\n:::"),
+            md("(loose-label)=\nSome passage."),
+        ]
+    }
+    found = lab_compat.targets(nb, "02_mathematics.ipynb")
+    assert "#### Values between 0 and 1" in found["range-mistake"]
+    assert found["range-mistake"].startswith("(range-mistake)=")
+    assert "#### A passage" in found["loose-label"]

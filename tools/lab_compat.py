@@ -127,7 +127,12 @@ def split_solution_gates(cells: list[dict]) -> list[dict]:
 
 
 def collapse_solutions(cells: list[dict]) -> None:
-    """Hide (collapse) every cell strictly between a solution's start and end cells."""
+    """Hide (collapse) every cell strictly between a solution's start and end cells.
+
+    A cell outside every solution loses a collapse flag and a solution first
+    line left from an earlier layout (the evidence layer's flags are set again
+    by :func:`collapse_evidence`; the generated cells keep theirs).
+    """
     inside = False
     for cell in cells:
         text = _source(cell) if cell["cell_type"] == "markdown" else ""
@@ -137,6 +142,15 @@ def collapse_solutions(cells: list[dict]) -> None:
         if _SOLUTION_END.match(text):
             inside = False
             continue
+        if not inside and not cell.get("metadata", {}).get(MARK):
+            jupyter = cell.get("metadata", {}).get("jupyter", {})
+            jupyter.pop("source_hidden", None)
+            jupyter.pop("outputs_hidden", None)
+            if "jupyter" in cell.get("metadata", {}) and not jupyter:
+                del cell["metadata"]["jupyter"]
+            line = SOLUTION_LINE.get(cell["cell_type"])
+            if line and _source(cell).startswith(line):
+                cell["source"] = _source(cell)[len(line):].splitlines(keepends=True)
         if inside:
             _set_flag(cell, "source_hidden", True)
             if cell["cell_type"] == "code":
@@ -214,7 +228,12 @@ def caption_figures(cells: list[dict]) -> list[dict]:
         out.append(cell)
         figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
         if cell["cell_type"] == "code" and figure.get("name"):
-            out.append(_caption_cell(figure))
+            caption = _caption_cell(figure)
+            if "hide-cell" in cell.get("metadata", {}).get("tags", []):
+                # The figure is in the evidence layer: its caption is collapsed with it.
+                caption["source"] = ["% How we know: the figure's caption\n", *caption["source"]]
+                caption["metadata"]["jupyter"] = {"source_hidden": True}
+            out.append(caption)
     return out
 
 
@@ -318,6 +337,9 @@ _MATH = re.compile(r"\$\$((?:(?!\$\$).)*?)\$\$ *\(([\w-]+)\)", re.S)
 _MATH_DIRECTIVE = re.compile(r"```\{math\}\n:label: *([\w-]+)\n(.*?)\n```", re.S)
 _SECTION = re.compile(r"^\(([\w-]+)\)=\s*\n+#+\s*(.+)$", re.M)
 _EXERCISE = re.compile(r"\{exercise\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*?:label: *([\w-]+)")
+#: A label before a box (``{warning}``, ``{admonition} Title``, ...), or before anything else.
+_BOX = re.compile(r"^\(([\w-]+)\)=\s*\n+(?:```+|:::+)\{([\w-]+)\} *([^\n]*)$", re.M)
+_ANY_LABEL = re.compile(r"^\(([\w-]+)\)=", re.M)
 
 
 def _title(nb: dict) -> str:
@@ -356,6 +378,11 @@ def targets(nb: dict, link: str) -> dict[str, str]:
             found[label] = f"({label})=\n#### {heading.strip()}\n\nIn {where}."
         for label in _EXERCISE.findall(text):
             found.setdefault(label, f"({label})=\n#### An exercise\n\nIn {where}.")
+        for label, kind, title in _BOX.findall(text):
+            name = title.strip() or kind.capitalize()
+            found.setdefault(label, f"({label})=\n#### {name}\n\nIn {where}.")
+        for label in _ANY_LABEL.findall(text):
+            found.setdefault(label, f"({label})=\n#### A passage\n\nIn {where}.")
     return found
 
 
