@@ -62,9 +62,9 @@ def test_grid_cells_carry_mark_and_measured_value(table):
         assert value == ("no code" if np.isnan(measured) else f"{measured:.3g}")
     raw_bounded = texts[(0, 0)].get_text()
     assert raw_bounded == "✗\n31"  # raw index reaches 31 at 4 L = 32
-    one_hot_beyond = texts[(2, PROPERTIES.index("extrapolates"))].get_text()
+    one_hot_beyond = texts[(2, PROPERTIES.index("defined_beyond"))].get_text()
     assert one_hot_beyond == "✗\nno code"
-    raw_beyond = texts[(0, PROPERTIES.index("extrapolates"))].get_text()
+    raw_beyond = texts[(0, PROPERTIES.index("defined_beyond"))].get_text()
     assert raw_beyond == f"✓\n{4 * table.length}"  # coded at every one of 4 L positions
 
 

@@ -16,6 +16,7 @@ from posenc import (
     one_hot_encoding,
     sinusoidal,
 )
+from posenc.layers import LearnedPositionalEmbedding
 from posenc.properties import (
     CANDIDATE_SCHEMES,
     PROPERTIES,
@@ -23,9 +24,9 @@ from posenc.properties import (
     Check,
     PropertyTable,
     check_bounded,
+    check_defined_beyond,
     check_deterministic,
     check_distinct,
-    check_extrapolates,
     check_length_invariant,
     check_properties,
     check_proximity,
@@ -291,52 +292,67 @@ def test_deterministic():
     assert seeded == Check(True, 0.0, seeded.detail)
 
 
-def test_extrapolates():
-    sin = check_extrapolates(sinusoidal, 16, 8)
+def test_defined_beyond():
+    sin = check_defined_beyond(sinusoidal, 16, 8)
     assert sin.passed
     assert sin.value == 4 * 16  # default extended length 4 L: every position coded
     # Existence only: the raw index is defined at every length, however large its values
     # (boundedness is check_bounded's verdict, not counted a second time here).
-    raw = check_extrapolates(index_encoding, 16, 8)
+    raw = check_defined_beyond(index_encoding, 16, 8)
     assert raw.passed
     assert raw.value == 64.0
     assert not check_bounded(index_encoding, 16, 8).passed
-    assert check_extrapolates(index_encoding, 16, 8, extended_length=17).value == 17.0
-    one_hot = check_extrapolates(one_hot_encoding, 8, 8)
+    assert check_defined_beyond(index_encoding, 16, 8, extended_length=17).value == 17.0
+    one_hot = check_defined_beyond(one_hot_encoding, 8, 8)
     assert not one_hot.passed
     assert math.isnan(one_hot.value)
     assert "length must be <= d_model" in one_hot.detail
     # Three binary digits run out after 2**3 = 8 positions.
-    assert not check_extrapolates(binary_encoding, 8, 3, extended_length=9).passed
-    assert check_extrapolates(binary_encoding, 4, 3, extended_length=8).passed
+    assert not check_defined_beyond(binary_encoding, 8, 3, extended_length=9).passed
+    assert check_defined_beyond(binary_encoding, 4, 3, extended_length=8).passed
 
 
-def test_extrapolates_rejects_non_finite_codes():
+def test_defined_beyond_rejects_non_finite_codes():
     def overflowing(length, d_model):  # finite up to 16 positions, infinite beyond
         with np.errstate(over="ignore"):
             return np.tile(np.exp(np.arange(length) * 50.0), (d_model, 1)).T
 
-    assert check_extrapolates(overflowing, 4, 2, extended_length=14).passed
-    check = check_extrapolates(overflowing, 4, 2, extended_length=16)
+    assert check_defined_beyond(overflowing, 4, 2, extended_length=14).passed
+    check = check_defined_beyond(overflowing, 4, 2, extended_length=16)
     assert not check.passed
     assert math.isnan(check.value)
     assert "only finite numbers" in check.detail
 
 
-def test_extrapolates_takes_no_bound():
+def test_defined_beyond_takes_no_bound():
     with pytest.raises(TypeError, match="bound"):
-        check_extrapolates(sinusoidal, 4, 4, bound=1.0)
+        check_defined_beyond(sinusoidal, 4, 4, bound=1.0)
 
 
-def test_extrapolates_rejects_a_table_that_is_too_short():
+def test_defined_beyond_rejects_a_table_that_is_too_short():
     learned = np.random.default_rng(0).uniform(-1, 1, size=(20, 4))  # a table of 20 rows
 
     def lookup(length, d_model):
         return learned[:length, :d_model]
 
-    check = check_extrapolates(lookup, 16, 4, extended_length=32)
+    check = check_defined_beyond(lookup, 16, 4, extended_length=32)
     assert not check.passed
     assert "shape (32, 4)" in check.detail
+
+
+def test_a_learned_table_is_defined_only_up_to_its_last_row():
+    layer = LearnedPositionalEmbedding(32, 16, rng=0)  # one row per position seen
+
+    def learned(length, d_model):
+        return layer.codes(length)
+
+    checks = check_properties(learned, 32, 16)
+    assert not checks["defined_beyond"].passed
+    assert "max_length=32" in checks["defined_beyond"].detail
+    assert checks["bounded"].passed and checks["bounded"].detail.endswith("(32 positions)")
+    assert not checks["proximity"].passed  # random rows: no notion of nearness
+    assert checks["length_invariant"].passed and checks["deterministic"].passed
+    assert check_properties(learned, 8, 16)["defined_beyond"].passed  # 4 * 8 rows exist
 
 
 # --- all checks together ----------------------------------------------------
@@ -344,7 +360,7 @@ def test_extrapolates_rejects_a_table_that_is_too_short():
 EXPECTED = {  # the verdicts the chapter explains, property by property
     "raw index": dict.fromkeys(PROPERTIES, True) | {"bounded": False},
     "index / length": dict.fromkeys(PROPERTIES, True) | {"length_invariant": False},
-    "one-hot": dict.fromkeys(PROPERTIES, True) | {"proximity": False, "extrapolates": False},
+    "one-hot": dict.fromkeys(PROPERTIES, True) | {"proximity": False, "defined_beyond": False},
     "binary digits": dict.fromkeys(PROPERTIES, True) | {"proximity": False},
     "sinusoidal": dict.fromkeys(PROPERTIES, True),
 }
@@ -365,7 +381,7 @@ def test_check_properties_keys_and_values():
     checks = check_properties(index_encoding, 8, 2)
     assert tuple(checks) == PROPERTIES
     assert checks["bounded"].value == 31.0  # at 4 L = 32 positions
-    assert checks["extrapolates"] == Check(True, 32.0, "finite codes for all 32 positions")
+    assert checks["defined_beyond"] == Check(True, 32.0, "finite codes for all 32 positions")
 
 
 def test_table_lookup_and_text():
@@ -406,7 +422,7 @@ CHECKS = [
     check_proximity,
     check_length_invariant,
     check_deterministic,
-    check_extrapolates,
+    check_defined_beyond,
     check_properties,
 ]
 

@@ -12,7 +12,7 @@ property              measured number                                 passes whe
 ``proximity``         :func:`distance_agreement` of the table         ``>= min_agreement``
 ``length_invariant``  largest change of a code when ``L`` changes     ``<= tol``
 ``deterministic``     largest difference between two calls            ``== 0``
-``extrapolates``      positions coded when asked for a longer length  all of them: no error, finite
+``defined_beyond``    positions coded when asked for a longer length  all of them: no error, finite
 ====================  ==============================================  =========================
 
 A *scheme* is any function ``scheme(length, d_model)`` that returns the code
@@ -50,9 +50,9 @@ __all__ = [
     "Check",
     "PropertyTable",
     "check_bounded",
+    "check_defined_beyond",
     "check_deterministic",
     "check_distinct",
-    "check_extrapolates",
     "check_length_invariant",
     "check_properties",
     "check_proximity",
@@ -70,7 +70,7 @@ PROPERTIES = (
     "proximity",
     "length_invariant",
     "deterministic",
-    "extrapolates",
+    "defined_beyond",
 )
 """The properties, in the order chapter 1 lists them."""
 
@@ -81,7 +81,7 @@ PROPERTY_LABELS = MappingProxyType(
         "proximity": "near close, far far",
         "length_invariant": "same code at any L",
         "deterministic": "deterministic",
-        "extrapolates": "defined beyond L",
+        "defined_beyond": "defined beyond L",
     }
 )
 """Short human-readable names of :data:`PROPERTIES`, for tables and figures."""
@@ -328,7 +328,7 @@ def check_bounded(
     The entries are measured on the table for ``extended_length`` positions
     (``4 * length`` by default) when the scheme can produce it, so a code that
     stays small up to ``length`` but grows beyond it fails; a scheme that has
-    no codes past ``length`` (that is :func:`check_extrapolates`' verdict) is
+    no codes past ``length`` (that is :func:`check_defined_beyond`' verdict) is
     measured on its ``(length, d_model)`` table. The bound of 1 is the scale
     of typical token embeddings; a position code much larger than that drowns
     the word it is added to.
@@ -427,7 +427,7 @@ def check_deterministic(scheme: Scheme, length: int, d_model: int) -> Check:
     return Check(same, change, f"two calls differ by up to {_fmt(change)}")
 
 
-def check_extrapolates(
+def check_defined_beyond(
     scheme: Scheme,
     length: int,
     d_model: int,
@@ -446,11 +446,17 @@ def check_extrapolates(
     success, ``nan`` on failure). The default ``extended_length`` is
     ``4 * length``.
 
+    The check is about existence only, not about use: that a code exists for
+    a position says nothing about whether a model trained up to ``length``
+    can use it (the sinusoidal code passes here, yet language models that
+    use it degrade past their training length; chapter 7 tests this).
+    Hence the name: defined beyond, not "extrapolates".
+
     Examples
     --------
-    >>> check_extrapolates(one_hot_encoding, 4, 4).passed
+    >>> check_defined_beyond(one_hot_encoding, 4, 4).passed
     False
-    >>> check_extrapolates(index_encoding, 4, 4)
+    >>> check_defined_beyond(index_encoding, 4, 4)
     Check(passed=True, value=16.0, detail='finite codes for all 16 positions')
     """
     scheme, length, d_model = _check_args(scheme, length, d_model, 1)
@@ -488,7 +494,7 @@ def check_properties(
     min_agreement : float
         Threshold of :func:`check_proximity`, in ``[0, 1]``.
     extended_length : int, optional
-        Length for :func:`check_extrapolates` and :func:`check_bounded`;
+        Length for :func:`check_defined_beyond` and :func:`check_bounded`;
         ``4 * length`` by default.
 
     Returns
@@ -511,7 +517,7 @@ def check_properties(
         "proximity": check_proximity(scheme, length, d_model, min_agreement=min_agreement),
         "length_invariant": check_length_invariant(scheme, length, d_model),
         "deterministic": check_deterministic(scheme, length, d_model),
-        "extrapolates": check_extrapolates(
+        "defined_beyond": check_defined_beyond(
             scheme, length, d_model, extended_length=extended_length
         ),
     }
