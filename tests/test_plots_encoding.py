@@ -311,13 +311,16 @@ def test_frozen_layout_keeps_the_axes_and_the_settings():
 
 
 def test_cvd_heatmaps_show_the_simulated_table():
-    from posenc.colour import CVD_TYPES, simulate_cvd
+    from posenc.colour import CVD_TYPES, DICHROMACY, simulate_cvd
 
     fig = plots.plot_cvd_heatmaps(12, 8, 100.0)
     assert isinstance(fig, Figure) and len(fig.axes) == 4
     titles = [ax.get_title() for ax in fig.axes]
     assert titles[0] == "normal vision"
-    assert titles[1:] == [f"{kind} (simulated)" for kind in CVD_TYPES]
+    assert titles[1:] == [f"{DICHROMACY[kind]} (simulated)" for kind in CVD_TYPES]
+    assert titles[1:] == [
+        f"{name} (simulated)" for name in ("deuteranopia", "protanopia", "tritanopia")
+    ]
     expected = plt.get_cmap("RdBu_r")((sinusoidal(12, 8, 100.0) + 1) / 2)[..., :3]
     np.testing.assert_allclose(fig.axes[0].images[0].get_array(), expected)
     np.testing.assert_allclose(

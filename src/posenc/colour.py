@@ -27,10 +27,19 @@ import numpy as np
 
 from .validation import check_array, check_choice, check_real
 
-__all__ = ["CVD_TYPES", "colour_difference", "sign_separation", "simulate_cvd"]
+__all__ = ["CVD_TYPES", "DICHROMACY", "colour_difference", "sign_separation", "simulate_cvd"]
 
 #: The three kinds of colour-vision deficiency the model simulates.
 CVD_TYPES = ("deuteranomaly", "protanomaly", "tritanomaly")
+
+#: What each kind becomes at full severity (``severity=100``), where the model
+#: removes one cone type: a dichromacy. The model's tritan simulation is the
+#: least validated of the three.
+DICHROMACY = {
+    "deuteranomaly": "deuteranopia",
+    "protanomaly": "protanopia",
+    "tritanomaly": "tritanopia",
+}
 
 
 def _rgb(name: str, value: Any) -> np.ndarray:

@@ -28,7 +28,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ..colour import CVD_TYPES, simulate_cvd
+from ..colour import CVD_TYPES, DICHROMACY, simulate_cvd
 from ..encodings import frequencies, sinusoidal, wavelengths
 from ..projection import offset_profile, pca_projection
 from ..similarity import cosine_distance_matrix, dot_product_matrix
@@ -486,8 +486,9 @@ def plot_encoding_heatmap(
 def plot_cvd_heatmaps(length: int, d_model: int, base: float = 10_000.0) -> Figure:
     r"""The heat map of :math:`\PE` as readers with colour-vision deficiencies see it.
 
-    Four panels: normal vision, then deuteranomaly, protanomaly and
-    tritanomaly at full severity (dichromacy), simulated with
+    Four panels: normal vision, then deuteranopia, protanopia and tritanopia
+    (deuteranomaly, protanomaly and tritanomaly at full severity, where the
+    model removes one cone type), simulated with
     :func:`posenc.colour.simulate_cvd` (Machado et al. 2009). Each panel is
     the figure of :func:`plot_encoding_heatmap` without its colour bar: the
     table through ``RdBu_r`` with limits ``[-1, 1]``, its colours converted.
@@ -509,7 +510,7 @@ def plot_cvd_heatmaps(length: int, d_model: int, base: float = 10_000.0) -> Figu
     --------
     >>> fig = plot_cvd_heatmaps(10, 4)
     >>> [ax.get_title() for ax in fig.axes][:2]
-    ['normal vision', 'deuteranomaly (simulated)']
+    ['normal vision', 'deuteranopia (simulated)']
     """
     length, d_model, base = _check_table_args(length, d_model, base)
     table = sinusoidal(length, d_model, base)
@@ -517,7 +518,7 @@ def plot_cvd_heatmaps(length: int, d_model: int, base: float = 10_000.0) -> Figu
     fig = _new_figure(9.0, 6.4)
     axes = fig.subplots(2, 2, sharex=True, sharey=True)
     panels = [("normal vision", rgb)]
-    panels += [(f"{kind} (simulated)", simulate_cvd(rgb, kind)) for kind in CVD_TYPES]
+    panels += [(f"{DICHROMACY[kind]} (simulated)", simulate_cvd(rgb, kind)) for kind in CVD_TYPES]
     for ax, (title, image) in zip(axes.flat, panels, strict=True):
         ax.imshow(image, aspect="auto", interpolation="nearest")
         ax.set_title(title)
