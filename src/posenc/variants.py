@@ -408,7 +408,8 @@ def float32_frequencies(
 
     * ``"nearest"``: the float32 values nearest :math:`n^{-2i/d}`, the best a
       float32 implementation can start from;
-    * ``"exp"``: the recipe most PyTorch tutorials use,
+    * ``"exp"``: a common recipe (the official PyTorch transformer
+      tutorial's, The Annotated Transformer's),
       ``div_term = exp(arange(0, d, 2) * (-ln(n) / d))`` with every step in
       float32 (PyTorch's default dtype): the constant ``-ln(n) / d`` is
       rounded to float32, the product with each even integer ``2i`` is
