@@ -190,16 +190,16 @@ def paired_rerun_test(
     further correction within one comparison). Features without a nonzero
     difference are left out.
 
-    **p-value.** Under the null every sign pattern :math:`d_s 	o \pm d_s` is
+    **p-value.** Under the null every sign pattern :math:`d_s \to \pm d_s` is
     equally likely given :math:`|d_s|`; the p-value is the share of patterns
     whose statistic is at least the observed one. It is exact (every pattern
     of the ``k`` differing seeds) while :math:`2^{k-1} \le` ``n_resamples``,
     and otherwise the Monte Carlo estimate :math:`(1 + \#) / (1 +` ``n_resamples``
     :math:`)` from random patterns (seeded with ``seed``). Either way
-    :math:`P(p \le lpha) \le lpha` under the null, so rejecting at
-    :math:`p \le lpha` fails a correct run with probability at most
-    :math:`lpha`. The smallest p-value possible is :math:`2^{1-k}`: with
-    20 differing seeds :math:`1.9 	imes 10^{-6}`, and where fewer than
+    :math:`P(p \le \alpha) \le \alpha` under the null, so rejecting at
+    :math:`p \le \alpha` fails a correct run with probability at most
+    :math:`\alpha`. The smallest p-value possible is :math:`2^{1-k}`: with
+    20 differing seeds :math:`1.9 \times 10^{-6}`, and where fewer than
     ``log2(1/alpha) + 1`` seeds differ the test cannot reject at all.
 
     Ties need no special care: equal values (accuracies at 1.0, a seed that
