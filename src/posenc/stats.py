@@ -340,9 +340,10 @@ def paired_permutation_test(
     ``permutation_type="samples"``). It asks nothing of the shape of the
     differences, so it can reject where the t test cannot: 14 of 15 non-zero
     differences of one sign give p of about 0.001, whatever their sizes. A
-    zero difference has no sign to flip and counts for nothing. The test is exact while
-    :math:`2^n \le` ``n_resamples`` (20 seeds by default); beyond, the
-    Monte Carlo estimate from ``n_resamples`` random patterns, drawn with ``rng``.
+    zero difference has no sign to flip and is left out. The test is exact
+    while :math:`2^k \le` ``n_resamples`` for the ``k`` non-zero differences
+    (20 by default); beyond, the Monte Carlo estimate from ``n_resamples``
+    random patterns, drawn with ``rng``.
 
     ``differences`` holds two or more finite numbers; ``n_resamples >= 1`` is
     the most sign patterns evaluated; ``rng``, a generator (its state moves
@@ -358,7 +359,8 @@ def paired_permutation_test(
     """
     d = _sample("differences", differences)
     n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
-    if not np.any(d):
+    d = d[d != 0.0]  # no sign to flip: every pattern of the others comes 2**zeros times
+    if d.size == 0:
         return 1.0
     result = stats.permutation_test(
         (d,),
