@@ -11,29 +11,21 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from posenc import sinusoidal
-from posenc.experiment import (
-    CONFIGURATIONS,
+from posenc.experiment import CONFIGURATIONS, ExperimentResult, run_experiment, variant_spec
+from posenc.experiment_analysis import (
     SCORE_TERMS,
-    ExperimentResult,
-    SummaryRow,
     accuracy_with_terms,
-    chance_interval,
-    difference_interval,
-    format_summary,
-    learning_curves,
-    mean_confidence_interval,
     model_score_terms,
     parameter_count,
     readout_accuracy,
-    run_experiment,
     score_terms,
     split_weight,
-    summarise,
     term_sizes,
     token_position_cosines,
-    variant_spec,
 )
+from posenc.experiment_verdicts import SummaryRow, format_summary, learning_curves, summarise
 from posenc.model import AttentionClassifier
+from posenc.stats import chance_interval, difference_interval, mean_confidence_interval
 from posenc.tasks import make_task
 
 # --- linear algebra --------------------------------------------------------------------
@@ -506,20 +498,14 @@ def test_runner_bad_input():
 
 from scipy import stats as scipy_stats  # noqa: E402
 
-from posenc.experiment import (  # noqa: E402
-    Design,
+from posenc.experiment import Design, run_cell  # noqa: E402
+from posenc.experiment_analysis import readout_draws, steps_to_threshold  # noqa: E402
+from posenc.experiment_verdicts import (  # noqa: E402
     budget_curve,
     compare_design,
     format_comparisons,
-    holm,
-    power_two_sample,
-    readout_draws,
-    run_cell,
-    seeds_for_power,
-    steps_to_threshold,
-    tost,
-    welch_test,
 )
+from posenc.stats import holm, power_two_sample, seeds_for_power, tost, welch_test  # noqa: E402
 
 
 @settings(max_examples=30, deadline=None)
@@ -826,11 +812,8 @@ def test_readout_draws_in_worker_processes_equal_one_process():
 
 # --- the token-scale arm ------------------------------------------------------------------
 
-from posenc.experiment import (  # noqa: E402
-    TOKEN_SCALE,
-    TOKEN_SCALE_REFERENCE,
-    token_code_ratio,
-)
+from posenc.experiment import TOKEN_SCALE, TOKEN_SCALE_REFERENCE  # noqa: E402
+from posenc.experiment_analysis import token_code_ratio  # noqa: E402
 
 
 def test_token_code_ratio_is_the_ratio_of_mean_lengths():
@@ -891,7 +874,7 @@ def test_run_cell_trains_with_the_designs_token_scale():
 
 
 def test_with_added_models_of_swaps_the_added_models_only():
-    from posenc.experiment import with_added_models_of
+    from posenc.experiment_verdicts import with_added_models_of
 
     main = {
         "design": Design().as_dict(),
@@ -915,7 +898,7 @@ def test_with_added_models_of_swaps_the_added_models_only():
 
 
 def test_family_tests_follow_the_design_rule_and_reject_bad_input():
-    from posenc.experiment import family_tests
+    from posenc.experiment_verdicts import family_tests
 
     rng = np.random.default_rng(3)
     low, high = rng.normal(0.5, 0.05, 20), rng.normal(0.8, 0.05, 20)

@@ -19,16 +19,19 @@ from posenc.extrapolation import (
     drop_tests,
     drop_unlearned_seeds,
     extension_summary,
-    holm,
     length_summary,
     ntk_sweep_summary,
-    paired_beyond,
-    paired_interval,
-    paired_tost,
     run_cell,
     total_steps,
 )
-from posenc.stats import choose_rate, paired_rerun_test
+from posenc.stats import (
+    choose_rate,
+    holm,
+    paired_beyond,
+    paired_interval,
+    paired_rerun_test,
+    paired_tost,
+)
 
 from .spot_checks import COMPARISONS, LEVEL, SEED_VARIABLE, ch7_features, describe, spot_seed
 

@@ -1,18 +1,18 @@
 r"""Statistics of trained models: the one home of every test and interval of the course.
 
-A trained model is one draw: another seed gives another model. The chapters
-compare models through many seeds each, and every number they state about
-such a comparison comes from a function here. Where SciPy computes the
-statistic, the function is a thin wrapper over :mod:`scipy.stats` that adds
-two things: argument checks that name the argument and its accepted range,
-and a rule for samples with no spread (every seed at 100 %, say), where
-SciPy returns NaN but a verdict is still due: two constant samples that
-agree show no difference (p = 1), two that disagree show one (p = 0).
+A trained model is one draw: another seed gives another model, so the
+chapters compare models through many seeds. Where SciPy computes the
+statistic, the function here is a thin wrapper over :mod:`scipy.stats`
+that adds checks naming each argument and its accepted range, and a rule
+for samples with no spread (every seed at 100 %), where SciPy returns NaN
+but a verdict is due: agreement gives p = 1, disagreement p = 0. Every
+sample holds at least two finite numbers.
 
 **One sample, or paired differences** (Student's t; seed ``s`` of two
 models shares its data, so ``first - second`` is one sample):
 
-* :func:`mean_confidence_interval` (``scipy.stats.ttest_1samp``);
+* :func:`mean_confidence_interval` (``scipy.stats.ttest_1samp``), and
+  :func:`mean_interval_or_nan` for a result that may be missing;
 * :func:`paired_interval`, :func:`paired_t_test` (``ttest_1samp``, ``ttest_rel``);
 * :func:`paired_tost` (equivalence within a margin) and :func:`paired_beyond`
   (a change larger than the margin), one-sided ``ttest_1samp``;
@@ -25,14 +25,13 @@ models shares its data, so ``first - second`` is one sample):
   (``scipy.stats.ttest_ind(equal_var=False)`` and its ``confidence_interval()``);
 * :func:`tost`, the two one-sided tests for equivalence within a margin;
 * :func:`difference_of_differences`, the interaction of two differences;
-* :func:`studentized_permutation_test` (``scipy.stats.permutation_test`` on
-  Welch's statistic) and :func:`bootstrap_t_test` (by hand: SciPy has
-  none), the resampling checks of a Welch test.
+* :func:`studentized_permutation_test` and :func:`bootstrap_t_test`, the
+  resampling checks of a Welch test, by hand (chapter 5's seed handling).
 
 **Chance, power, many tests:** :func:`chance_interval` (binomial),
 :func:`power_two_sample` and :func:`seeds_for_power` (non-central t),
 :func:`holm` (Holm's step-down correction, written out because it is short
-and it teaches).
+and it teaches) and :func:`add_holm` for a table of tests.
 
 **Training itself:** :func:`choose_rate` keeps the smallest learning rate
 whose validation score ties with the best, so that a few roundings do not
@@ -57,6 +56,7 @@ from .validation import check_array, check_integer, check_real
 
 __all__ = [
     "RerunComparison",
+    "add_holm",
     "bootstrap_t_test",
     "chance_interval",
     "choose_rate",
@@ -64,6 +64,7 @@ __all__ = [
     "difference_of_differences",
     "holm",
     "mean_confidence_interval",
+    "mean_interval_or_nan",
     "paired_beyond",
     "paired_interval",
     "paired_permutation_test",
@@ -165,17 +166,7 @@ def mean_confidence_interval(values: Any, confidence: float = 0.95) -> tuple[flo
     ``scipy.stats.ttest_1samp(values, 0).confidence_interval(confidence)``.
     A sample with no spread gives the single point of its mean.
 
-    Parameters
-    ----------
-    values : array_like
-        ``(n,)``, ``n >= 2``, finite.
-    confidence : float
-        Strictly between 0 and 1.
-
-    Returns
-    -------
-    (float, float, float)
-        ``(mean, low, high)``.
+    Returns ``(mean, low, high)``.
 
     Examples
     --------
@@ -195,6 +186,28 @@ def mean_confidence_interval(values: Any, confidence: float = 0.95) -> tuple[flo
     return mean, float(ci.low), float(ci.high)
 
 
+def mean_interval_or_nan(values: Any, confidence: float = 0.95) -> tuple[float, float, float]:
+    """:func:`mean_confidence_interval` of a result that may be missing: NaN where it is.
+
+    A sample holding a NaN (a method that cannot run there, as learned codes
+    past their table) gives three NaN; a sample with no spread gives its
+    value three times (the value itself, not a mean that rounding can move).
+
+    Examples
+    --------
+    >>> mean_interval_or_nan([0.1, 0.1, 0.1])
+    (0.1, 0.1, 0.1)
+    >>> mean_interval_or_nan([0.5, float("nan")])
+    (nan, nan, nan)
+    """
+    values = check_array("values", values, ndim=1, finite=False)
+    if np.isnan(values).any():
+        return (math.nan, math.nan, math.nan)
+    if values.size and np.ptp(values) == 0.0:
+        return (float(values[0]),) * 3
+    return mean_confidence_interval(values, confidence)
+
+
 def paired_interval(
     differences: Any, confidence: float = 0.95
 ) -> tuple[float, float, float, float]:
@@ -204,17 +217,7 @@ def paired_interval(
     ``confidence_interval(confidence)``. With no spread at all, the interval
     is the point and the p-value is 1 if the mean is 0, else 0.
 
-    Parameters
-    ----------
-    differences : array_like
-        ``(n,)`` per-seed differences, ``n >= 2``, finite.
-    confidence : float
-        Strictly between 0 and 1.
-
-    Returns
-    -------
-    (float, float, float, float)
-        ``(mean, low, high, p)``.
+    Returns ``(mean, low, high, p)``.
 
     Examples
     --------
@@ -241,15 +244,8 @@ def paired_t_test(first: Any, second: Any) -> tuple[float, float, float]:
     count. Where the differences have no spread, the statistic is 0 with
     p = 1 if they are all zero, and infinite with p = 0 if not.
 
-    Parameters
-    ----------
-    first, second : array_like
-        ``(n,)`` each, ``n >= 2``, finite.
-
-    Returns
-    -------
-    (float, float, float)
-        ``(t, dof, p)``, ``dof = n - 1``.
+    ``first`` and ``second`` hold one number per seed each (at least two).
+    Returns ``(t, dof, p)``, ``dof = n - 1``.
 
     Examples
     --------
@@ -386,15 +382,7 @@ def welch_test(a: Any, b: Any) -> tuple[float, float, float]:
     is 0 with p = 1 when the means agree, and infinite with p = 0 when they
     do not.
 
-    Parameters
-    ----------
-    a, b : array_like
-        ``(n_a,)`` and ``(n_b,)``, two or more finite numbers each.
-
-    Returns
-    -------
-    (float, float, float)
-        ``(t, dof, p)``.
+    Returns ``(t, dof, p)``.
 
     Examples
     --------
@@ -701,6 +689,29 @@ def holm(p_values: Any) -> np.ndarray:
     adjusted = np.empty(m)
     adjusted[order] = np.minimum(scaled, 1.0)
     return adjusted
+
+
+def add_holm(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> None:
+    """Holm-correct each column ``keys`` of a table of tests, in place.
+
+    Every row is a dict of one test's results; for each key, the p-values
+    ``row[key]`` of all rows form one family (:func:`holm`) and each row gets
+    ``row[key + "_holm"]``.
+
+    Examples
+    --------
+    >>> rows = [{"p": 0.01}, {"p": 0.04}, {"p": 0.03}]
+    >>> add_holm(rows, ["p"])
+    >>> [row["p_holm"] for row in rows]
+    [0.03, 0.06, 0.06]
+    """
+    if isinstance(keys, str):
+        raise TypeError(f"keys must be a sequence of column names, got the string {keys!r}")
+    if not rows:
+        return
+    for key in keys:
+        for row, adjusted in zip(rows, holm([r[key] for r in rows]), strict=True):
+            row[f"{key}_holm"] = float(adjusted)
 
 
 # -- training: the rate a sweep keeps, and a re-run of stored seeds --------------------

@@ -13,7 +13,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..experiment import SCORE_TERMS, Comparison, SummaryRow, difference_interval
+from ..experiment_analysis import SCORE_TERMS
+from ..experiment_verdicts import Comparison, SummaryRow
+from ..stats import difference_interval
 from ..validation import check_array, check_real
 from .style import QUALITATIVE, detached
 
