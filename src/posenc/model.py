@@ -58,6 +58,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .encodings import sinusoidal
+from .stacked import StackedModel, finite_difference_errors
 from .validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
@@ -174,7 +175,7 @@ def _log_softmax_last(logits: np.ndarray) -> np.ndarray:
     return (shifted - np.log(_row_sum(np.exp(shifted)))[:, None]).reshape(logits.shape)
 
 
-class AttentionClassifier:
+class AttentionClassifier(StackedModel):
     r"""Token embedding, position signal, one attention head, mean pooling, linear read-out.
 
     Parameters
@@ -332,16 +333,6 @@ class AttentionClassifier:
         return params
 
     # -- description -----------------------------------------------------------------
-
-    @property
-    def n_models(self) -> int:
-        """Number of independent copies (seeds) held side by side."""
-        return len(self.seeds)
-
-    @property
-    def n_parameters(self) -> int:
-        """Trainable scalars of one copy (the sinusoidal table is fixed and not counted)."""
-        return int(sum(p[0].size for p in self.params.values()))
 
     def position_codes(self) -> np.ndarray | None:
         """The position codes in use, ``(n_models, L, d_p)`` (a copy), or ``None`` without."""
@@ -950,24 +941,12 @@ def gradient_check(
         raise ValueError(f"model must compute in float64 for a gradient check, got {model.dtype}")
     tokens = model._check_tokens(tokens)
     labels = model._check_labels(labels, tokens)
-    n_entries = check_integer("n_entries", n_entries, minimum=1)
-    eps = check_real("eps", eps, positive=True)
-    rng = np.random.default_rng(check_integer("seed", seed, minimum=0))
     _, grads = model._loss_and_gradients(tokens, labels)
-    errors = {}
-    for name, value in model.params.items():
-        flat = value.reshape(-1)
-        scale = max(float(np.abs(grads[name]).max()), 1e-12)
-        worst = 0.0
-        for index in rng.choice(flat.size, size=min(n_entries, flat.size), replace=False):
-            saved = flat[index]
-            flat[index] = saved + eps
-            up = model._loss_and_gradients(tokens, labels)[0].sum()
-            flat[index] = saved - eps
-            down = model._loss_and_gradients(tokens, labels)[0].sum()
-            flat[index] = saved
-            numeric = (up - down) / (2 * eps)
-            analytic = grads[name].reshape(-1)[index]
-            worst = max(worst, abs(analytic - numeric) / scale)
-        errors[name] = float(worst)
-    return errors
+    return finite_difference_errors(
+        model.params,
+        grads,
+        lambda: model._loss_and_gradients(tokens, labels)[0].sum(),
+        n_entries=n_entries,
+        eps=eps,
+        seed=seed,
+    )
