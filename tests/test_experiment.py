@@ -1,4 +1,4 @@
-"""Tests of posenc.experiment: the analysis, width matching, runner and statistics."""
+"""Tests of chapter 5's experiment: analysis, width matching, runner, verdicts, statistics."""
 
 import math
 import warnings

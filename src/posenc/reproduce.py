@@ -91,7 +91,7 @@ def ch5_summary(
 ) -> dict[str, Any]:
     """Rates, final means and verdicts of chapter 5's results files.
 
-    Families: ``primary`` and ``width`` (:func:`posenc.experiment.compare_design`
+    Families: ``primary`` and ``width`` (:func:`posenc.experiment_verdicts.compare_design`
     at equal parameters and at equal width), with the token-scale arm
     ``arm_a`` (short tokens minus the design's), ``arm_b`` (concatenated at
     equal parameters minus short tokens) and ``arm_c`` (the same at equal
@@ -186,7 +186,7 @@ def ch7_summary(config: xp.ExtrapolationConfig, cells: Sequence[dict[str, Any]])
 
 def load_comparison(path: str | Path | None = None) -> dict[str, Any]:
     """The committed comparison: ``results/cpu_settings.json`` (found as the results
-    files are, :func:`posenc.experiment.load_results`), or the file ``path``."""
+    files are, :func:`posenc.experiment_verdicts.load_results`), or the file ``path``."""
     if path is None:
         return verdicts.load_results("cpu_settings.json")
     path = Path(path)
