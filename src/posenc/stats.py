@@ -333,13 +333,13 @@ def paired_permutation_test(
     seed). The statistic is the mean difference; the p-value is the share
     of the :math:`2^n` sign patterns whose mean lies at least as far from
     zero as the observed one (``scipy.stats.permutation_test`` with
-    ``permutation_type="samples"``). It asks nothing of the shape of the
-    differences, so it can reject where the t test cannot: 14 of 15 non-zero
-    differences of one sign give p of about 0.001, whatever their sizes. A
-    zero difference has no sign to flip and is left out. The test is exact
-    while :math:`2^k \le` ``n_resamples`` for the ``k`` non-zero differences
-    (20 by default); beyond, the Monte Carlo estimate from ``n_resamples``
-    random patterns, drawn with ``rng``.
+    ``permutation_type="samples"``; the t statistic gives the same test, as
+    the sum of squares does not change with the signs). It asks nothing of
+    the shape of the distribution of the differences, only that it be
+    symmetric under the null. A zero difference has no sign to flip and is
+    left out. The test is exact while :math:`2^k \le` ``n_resamples`` for the
+    ``k`` non-zero differences (20 by default); beyond, the Monte Carlo
+    estimate from ``n_resamples`` random patterns, drawn with ``rng``.
 
     ``differences`` holds two or more finite numbers; ``n_resamples >= 1`` is
     the most sign patterns evaluated; ``rng``, a generator (its state moves
