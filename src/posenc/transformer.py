@@ -15,8 +15,8 @@ sequences of length ``L`` can be run on longer ones. It keeps the habits of
   and :func:`posenc.model.check_index_array`, every other argument by
   :mod:`posenc.validation`;
 * gradients are checked against central finite differences
-  (:func:`gradient_check`, with the check of :func:`posenc.model.gradient_check`,
-  :func:`posenc.stacked.finite_difference_errors`);
+  (:func:`gradient_check`, the one of :mod:`posenc.model`, from
+  :mod:`posenc.stacked`);
 * the ALiBi slopes, the T5 buckets and the rotation are chapter 6's
   (:func:`posenc.biases.alibi_slopes`, :func:`posenc.biases.t5_relative_bucket`,
   :func:`posenc.rotary.rotate_pairs`).
@@ -75,7 +75,7 @@ from .encodings import sinusoidal
 from .lengthtasks import LengthBatch, make_length_batch
 from .model import Adam, _log_softmax_last, _softmax_last, check_index_array, check_seeds
 from .rotary import rotate_pairs
-from .stacked import StackedModel, finite_difference_errors
+from .stacked import StackedModel, gradient_check
 from .validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
@@ -230,6 +230,14 @@ class CausalTransformer(StackedModel):
         params["w_out"] = rng.normal(scale=1 / math.sqrt(d), size=(d, self.n_classes))
         params["b_out"] = np.zeros(self.n_classes)
         return params
+
+    def _gradient_parts(self, batch: LengthBatch) -> tuple[dict[str, np.ndarray], Any]:
+        """For :func:`gradient_check`: the gradients on ``batch``, and the summed loss."""
+        if not isinstance(batch, LengthBatch):
+            raise TypeError(f"batch must be a LengthBatch, got {type(batch).__name__}")
+        self._check_tokens(batch.tokens)
+        _, grads = self.loss_and_gradients(batch)
+        return grads, lambda: float(self.losses(batch).sum())
 
     def subset(self, copies: Sequence[int], *, seeds: Sequence[int] | None = None):
         """A new model made of copies ``copies`` of this one, parameters copied.
@@ -633,33 +641,3 @@ def train_causal(
                 progress(step)
     per_copy = np.array(losses).reshape(steps, model.n_models)
     return CausalHistory(per_copy.mean(axis=1), per_copy, time.perf_counter() - start)
-
-
-def gradient_check(
-    model: CausalTransformer,
-    batch: LengthBatch,
-    *,
-    n_entries: int = 3,
-    eps: float = 1e-6,
-    seed: int = 0,
-) -> dict[str, float]:
-    """Compare the automatic gradients with central finite differences on a few entries.
-
-    As :func:`posenc.model.gradient_check`: for ``n_entries`` random entries
-    of every parameter, ``(loss(theta + eps) - loss(theta - eps)) / (2 eps)``
-    of the loss summed over copies, against the gradient; the result is the
-    largest difference per parameter relative to that parameter's largest
-    gradient entry. The parameters are left as they were.
-    """
-    if not isinstance(model, CausalTransformer):
-        raise TypeError(f"model must be a CausalTransformer, got {type(model).__name__}")
-    model._check_tokens(batch.tokens)
-    _, grads = model.loss_and_gradients(batch)
-    return finite_difference_errors(
-        model.params,
-        grads,
-        lambda: float(model.losses(batch).sum()),
-        n_entries=n_entries,
-        eps=eps,
-        seed=seed,
-    )
