@@ -318,6 +318,174 @@ def test_every_moved_name_is_its_new_home_object():
     assert old_holm is holm and old_welch is welch_test
 
 
+# -- moved with the functions: first written for chapters 5 and 7 --------------------
+
+
+def test_paired_interval_matches_scipy():
+    d = np.array([0.1, -0.05, 0.2, 0.15, 0.0, 0.12])
+    mean, low, high, p = paired_interval(d)
+    assert p == pytest.approx(stats.ttest_1samp(d, 0.0).pvalue, rel=1e-12)
+    assert mean == pytest.approx(d.mean())
+    ref = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
+    assert (low, high) == pytest.approx((ref.low, ref.high), rel=1e-12)
+    assert paired_interval([0.0, 0.0, 0.0])[3] == 1.0
+    assert paired_interval([0.2, 0.2])[3] == 0.0
+
+
+def test_tost_agrees_with_the_interval_rule():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        d = rng.normal(rng.uniform(-0.1, 0.1), 0.05, size=10)
+        p = paired_tost(d, 0.05)
+        # Equivalent at alpha = 0.05 exactly when the 90% interval lies inside the margin.
+        _, low, high, _ = paired_interval(d, confidence=0.90)
+        assert (p < 0.05) == (low > -0.05 and high < 0.05)
+    assert paired_tost([0.01, 0.01], 0.05) == 0.0
+    assert paired_tost([0.1, 0.1], 0.05) == 1.0
+
+
+def test_holm_against_hand_computation():
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03, 0.5]), [0.04, 0.09, 0.09, 0.5])
+    assert holm([]).size == 0
+    with pytest.raises(ValueError, match="p_values"):
+        holm([0.5, 1.5])
+
+
+def test_paired_beyond_is_a_one_sided_test_against_the_margin():
+    """Beyond the margin on the side of the mean: a t test against -margin or +margin."""
+    rng = np.random.default_rng(1)
+    loss = -0.1 + 0.05 * rng.standard_normal(20)
+    expected = stats.ttest_1samp(loss, -0.05, alternative="less").pvalue
+    assert paired_beyond(loss, 0.05) == pytest.approx(expected, rel=1e-10)
+    gain = 0.1 + 0.05 * rng.standard_normal(20)
+    expected = stats.ttest_1samp(gain, 0.05, alternative="greater").pvalue
+    assert paired_beyond(gain, 0.05) == pytest.approx(expected, rel=1e-10)
+    assert paired_beyond([-0.25, -0.25, -0.25], 0.05) == 0.0
+    assert paired_beyond([0.0, 0.0], 0.05) == 1.0
+    with pytest.raises(ValueError, match="differences"):
+        paired_beyond([0.1], 0.05)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(0, 1), min_size=2, max_size=10), st.sampled_from([0.9, 0.95, 0.99]))
+def test_mean_interval_matches_scipy(values, confidence):
+    mean, low, high = mean_confidence_interval(values, confidence)
+    assert mean == pytest.approx(np.mean(values))
+    sem = stats.sem(values)
+    if sem == 0:
+        assert low == high == pytest.approx(mean)
+    else:
+        lo, hi = stats.t.interval(confidence, len(values) - 1, loc=np.mean(values), scale=sem)
+        assert (low, high) == pytest.approx((lo, hi))
+
+
+def test_chance_interval_is_the_binomial_interval():
+    low, high = chance_interval(500, 0.125)
+    assert (low, high) == (48 / 500, 77 / 500)
+    assert chance_interval(10, 0.5, 0.5)[0] <= 0.5 <= chance_interval(10, 0.5, 0.5)[1]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.floats(0, 1), min_size=3, max_size=8),
+    st.lists(st.floats(0, 1), min_size=3, max_size=8),
+)
+def test_difference_interval_matches_welch(a, b):
+    diff, low, high = difference_interval(a, b)
+    assert diff == pytest.approx(np.mean(a) - np.mean(b))
+    if np.var(a) + np.var(b) > 1e-12:
+        # SciPy warns when one sample is constant ("catastrophic cancellation"), yet
+        # its variance is then exactly 0 and the interval is still right.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+        assert (low, high) == pytest.approx((ci.low, ci.high), rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda: mean_confidence_interval([1.0]), "values must hold at least 2 numbers"),
+        (lambda: mean_confidence_interval([1.0, 2.0], 1.0), "strictly between 0 and 1"),
+        (lambda: difference_interval([1.0], [1.0, 2.0]), "at least 2 numbers each"),
+        (lambda: chance_interval(0, 0.5), "n_test must be an integer >= 1"),
+        (lambda: chance_interval(10, 1.5), "chance must be <= 1.0"),
+        (lambda: chance_interval(10, 0.5, 0.0), "strictly between 0 and 1"),
+    ],
+)
+def test_statistics_bad_input(call, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    a=st.lists(st.floats(0, 1), min_size=2, max_size=25),
+    b=st.lists(st.floats(0, 1), min_size=2, max_size=25),
+)
+def test_welch_test_matches_scipy(a, b):
+    a, b = np.array(a), np.array(b)
+    if a.var() + b.var() < 1e-6:
+        return  # the constant case is tested on its own
+    t, _, p = welch_test(a, b)
+    with warnings.catch_warnings():  # SciPy warns of one constant sample, and is right
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reference = stats.ttest_ind(a, b, equal_var=False)
+    assert t == pytest.approx(reference.statistic, rel=1e-9, abs=1e-12)
+    assert p == pytest.approx(reference.pvalue, rel=1e-9, abs=1e-12)
+
+
+def test_welch_test_constant_samples():
+    assert welch_test([1.0, 1.0], [1.0, 1.0])[2] == 1.0
+    assert welch_test([1.0, 1.0], [0.5, 0.5])[2] == 0.0
+
+
+def test_tost_is_the_larger_one_sided_p_and_matches_the_90_percent_interval():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(0.01, 0.02, 20), rng.normal(0.0, 0.02, 20)
+    p, low, high = tost(a, b, 0.03)
+    lower = stats.ttest_ind(a + 0.03, b, equal_var=False, alternative="greater").pvalue
+    upper = stats.ttest_ind(a - 0.03, b, equal_var=False, alternative="less").pvalue
+    assert p == pytest.approx(max(lower, upper), rel=1e-9)
+    # p < 0.05 exactly when the 90 % interval lies inside the margins.
+    for margin in (0.005, 0.01, 0.02, 0.03, 0.05):
+        p, low, high = tost(a, b, margin)
+        assert (p < 0.05) == (-margin < low and high < margin)
+    far = tost(a + 0.2, b, 0.03)[0]
+    assert far > 0.5
+    with pytest.raises(ValueError, match="margin must be a finite number > 0"):
+        tost(a, b, 0.0)
+
+
+def test_holm_against_brute_force():
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        p = rng.random(rng.integers(1, 9)) ** 3
+        m = p.size
+        order = np.argsort(p)
+        expected = np.empty(m)
+        for rank, i in enumerate(order):
+            expected[i] = min(1.0, max((m - r) * p[order[r]] for r in range(rank + 1)))
+        np.testing.assert_allclose(holm(p), expected)
+    with pytest.raises(ValueError, match=r"p_values must lie in \[0, 1\]"):
+        holm([0.5, 1.5])
+
+
+def test_power_agrees_with_a_simulation():
+    rng = np.random.default_rng(2)
+    delta, sd, n = 0.1, 0.15, 12
+    a = rng.normal(delta, sd, size=(4000, n))
+    b = rng.normal(0.0, sd, size=(4000, n))
+    rejected = stats.ttest_ind(a, b, axis=1).pvalue < 0.05
+    simulated = rejected.mean()
+    # Binomial standard error of 4000 draws is below 0.008; allow four of them.
+    assert abs(power_two_sample(delta, sd, n) - simulated) < 0.032
+    assert power_two_sample(0.0, 1.0, 10) == pytest.approx(0.05, abs=1e-9)
+    assert power_two_sample(0.3, 0.05, 5) == pytest.approx(1.0)  # far out: no NaN
+    n_needed = seeds_for_power(delta, sd)
+    assert power_two_sample(delta, sd, n_needed) >= 0.8 > power_two_sample(delta, sd, n_needed - 1)
+
+
 # -- paired_rerun_test ------------------------------------------------------------------
 
 
