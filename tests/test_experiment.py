@@ -1,39 +1,29 @@
-"""Tests of posenc.experiment: the analysis, width matching, runner and statistics."""
+"""Tests of chapter 5's experiment: analysis, width matching, runner, verdicts, statistics."""
 
 import math
-import warnings
 from dataclasses import replace
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
 
 from posenc import sinusoidal
-from posenc.experiment import (
-    CONFIGURATIONS,
+from posenc.experiment import CONFIGURATIONS, ExperimentResult, run_experiment, variant_spec
+from posenc.experiment_analysis import (
     SCORE_TERMS,
-    ExperimentResult,
-    SummaryRow,
     accuracy_with_terms,
-    chance_interval,
-    difference_interval,
-    format_summary,
-    learning_curves,
-    mean_confidence_interval,
     model_score_terms,
     parameter_count,
     readout_accuracy,
-    run_experiment,
     score_terms,
     split_weight,
-    summarise,
     term_sizes,
     token_position_cosines,
-    variant_spec,
 )
+from posenc.experiment_verdicts import SummaryRow, format_summary, learning_curves, summarise
 from posenc.model import AttentionClassifier
+from posenc.stats import difference_interval, mean_confidence_interval
 from posenc.tasks import make_task
 
 # --- linear algebra --------------------------------------------------------------------
@@ -350,58 +340,6 @@ def test_term_sizes_ignore_row_constants_and_scale_linearly():
 # --- statistics ----------------------------------------------------------------------------
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.floats(0, 1), min_size=2, max_size=10), st.sampled_from([0.9, 0.95, 0.99]))
-def test_mean_interval_matches_scipy(values, confidence):
-    mean, low, high = mean_confidence_interval(values, confidence)
-    assert mean == pytest.approx(np.mean(values))
-    sem = stats.sem(values)
-    if sem == 0:
-        assert low == high == pytest.approx(mean)
-    else:
-        lo, hi = stats.t.interval(confidence, len(values) - 1, loc=np.mean(values), scale=sem)
-        assert (low, high) == pytest.approx((lo, hi))
-
-
-def test_chance_interval_is_the_binomial_interval():
-    low, high = chance_interval(500, 0.125)
-    assert (low, high) == (48 / 500, 77 / 500)
-    assert chance_interval(10, 0.5, 0.5)[0] <= 0.5 <= chance_interval(10, 0.5, 0.5)[1]
-
-
-@settings(max_examples=30, deadline=None)
-@given(
-    st.lists(st.floats(0, 1), min_size=3, max_size=8),
-    st.lists(st.floats(0, 1), min_size=3, max_size=8),
-)
-def test_difference_interval_matches_welch(a, b):
-    diff, low, high = difference_interval(a, b)
-    assert diff == pytest.approx(np.mean(a) - np.mean(b))
-    if np.var(a) + np.var(b) > 1e-12:
-        # SciPy warns when one sample is constant ("catastrophic cancellation"), yet
-        # its variance is then exactly 0 and the interval is still right.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
-        assert (low, high) == pytest.approx((ci.low, ci.high), rel=1e-6, abs=1e-9)
-
-
-@pytest.mark.parametrize(
-    ("call", "pattern"),
-    [
-        (lambda: mean_confidence_interval([1.0]), "values must hold at least 2 numbers"),
-        (lambda: mean_confidence_interval([1.0, 2.0], 1.0), "strictly between 0 and 1"),
-        (lambda: difference_interval([1.0], [1.0, 2.0]), "at least 2 numbers each"),
-        (lambda: chance_interval(0, 0.5), "n_test must be an integer >= 1"),
-        (lambda: chance_interval(10, 1.5), "chance must be <= 1.0"),
-        (lambda: chance_interval(10, 0.5, 0.0), "strictly between 0 and 1"),
-    ],
-)
-def test_statistics_bad_input(call, pattern):
-    with pytest.raises(ValueError, match=pattern):
-        call()
-
-
 # --- the runner ----------------------------------------------------------------------------
 
 
@@ -504,88 +442,15 @@ def test_runner_bad_input():
 
 # --- the designed experiment: statistics ------------------------------------------------
 
-from scipy import stats as scipy_stats  # noqa: E402
 
-from posenc.experiment import (  # noqa: E402
-    Design,
+from posenc.experiment import Design, run_cell  # noqa: E402
+from posenc.experiment_analysis import readout_draws, steps_to_threshold  # noqa: E402
+from posenc.experiment_verdicts import (  # noqa: E402
     budget_curve,
     compare_design,
     format_comparisons,
-    holm,
-    power_two_sample,
-    readout_draws,
-    run_cell,
-    seeds_for_power,
-    steps_to_threshold,
-    tost,
-    welch_test,
 )
-
-
-@settings(max_examples=30, deadline=None)
-@given(
-    a=st.lists(st.floats(0, 1), min_size=2, max_size=25),
-    b=st.lists(st.floats(0, 1), min_size=2, max_size=25),
-)
-def test_welch_test_matches_scipy(a, b):
-    a, b = np.array(a), np.array(b)
-    if a.var() + b.var() < 1e-6:
-        return  # the constant case is tested on its own
-    t, _, p = welch_test(a, b)
-    reference = scipy_stats.ttest_ind(a, b, equal_var=False)
-    assert t == pytest.approx(reference.statistic, rel=1e-9, abs=1e-12)
-    assert p == pytest.approx(reference.pvalue, rel=1e-9, abs=1e-12)
-
-
-def test_welch_test_constant_samples():
-    assert welch_test([1.0, 1.0], [1.0, 1.0])[2] == 1.0
-    assert welch_test([1.0, 1.0], [0.5, 0.5])[2] == 0.0
-
-
-def test_tost_is_the_larger_one_sided_p_and_matches_the_90_percent_interval():
-    rng = np.random.default_rng(0)
-    a, b = rng.normal(0.01, 0.02, 20), rng.normal(0.0, 0.02, 20)
-    p, low, high = tost(a, b, 0.03)
-    lower = scipy_stats.ttest_ind(a + 0.03, b, equal_var=False, alternative="greater").pvalue
-    upper = scipy_stats.ttest_ind(a - 0.03, b, equal_var=False, alternative="less").pvalue
-    assert p == pytest.approx(max(lower, upper), rel=1e-9)
-    # p < 0.05 exactly when the 90 % interval lies inside the margins.
-    for margin in (0.005, 0.01, 0.02, 0.03, 0.05):
-        p, low, high = tost(a, b, margin)
-        assert (p < 0.05) == (-margin < low and high < margin)
-    far = tost(a + 0.2, b, 0.03)[0]
-    assert far > 0.5
-    with pytest.raises(ValueError, match="margin must be a finite number > 0"):
-        tost(a, b, 0.0)
-
-
-def test_holm_against_brute_force():
-    rng = np.random.default_rng(1)
-    for _ in range(50):
-        p = rng.random(rng.integers(1, 9)) ** 3
-        m = p.size
-        order = np.argsort(p)
-        expected = np.empty(m)
-        for rank, i in enumerate(order):
-            expected[i] = min(1.0, max((m - r) * p[order[r]] for r in range(rank + 1)))
-        np.testing.assert_allclose(holm(p), expected)
-    with pytest.raises(ValueError, match=r"p_values must lie in \[0, 1\]"):
-        holm([0.5, 1.5])
-
-
-def test_power_agrees_with_a_simulation():
-    rng = np.random.default_rng(2)
-    delta, sd, n = 0.1, 0.15, 12
-    a = rng.normal(delta, sd, size=(4000, n))
-    b = rng.normal(0.0, sd, size=(4000, n))
-    rejected = scipy_stats.ttest_ind(a, b, axis=1).pvalue < 0.05
-    simulated = rejected.mean()
-    # Binomial standard error of 4000 draws is below 0.008; allow four of them.
-    assert abs(power_two_sample(delta, sd, n) - simulated) < 0.032
-    assert power_two_sample(0.0, 1.0, 10) == pytest.approx(0.05, abs=1e-9)
-    assert power_two_sample(0.3, 0.05, 5) == pytest.approx(1.0)  # far out: no NaN
-    n_needed = seeds_for_power(delta, sd)
-    assert power_two_sample(delta, sd, n_needed) >= 0.8 > power_two_sample(delta, sd, n_needed - 1)
+from posenc.stats import holm, welch_test  # noqa: E402
 
 
 def test_steps_to_threshold():
@@ -826,11 +691,8 @@ def test_readout_draws_in_worker_processes_equal_one_process():
 
 # --- the token-scale arm ------------------------------------------------------------------
 
-from posenc.experiment import (  # noqa: E402
-    TOKEN_SCALE,
-    TOKEN_SCALE_REFERENCE,
-    token_code_ratio,
-)
+from posenc.experiment import TOKEN_SCALE, TOKEN_SCALE_REFERENCE  # noqa: E402
+from posenc.experiment_analysis import token_code_ratio  # noqa: E402
 
 
 def test_token_code_ratio_is_the_ratio_of_mean_lengths():
@@ -891,7 +753,7 @@ def test_run_cell_trains_with_the_designs_token_scale():
 
 
 def test_with_added_models_of_swaps_the_added_models_only():
-    from posenc.experiment import with_added_models_of
+    from posenc.experiment_verdicts import with_added_models_of
 
     main = {
         "design": Design().as_dict(),
@@ -915,7 +777,7 @@ def test_with_added_models_of_swaps_the_added_models_only():
 
 
 def test_family_tests_follow_the_design_rule_and_reject_bad_input():
-    from posenc.experiment import family_tests
+    from posenc.experiment_verdicts import family_tests
 
     rng = np.random.default_rng(3)
     low, high = rng.normal(0.5, 0.05, 20), rng.normal(0.8, 0.05, 20)

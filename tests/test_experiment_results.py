@@ -21,15 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posenc.experiment import (
-    LONG_BUDGET,
-    TOKEN_SCALE,
-    TOKEN_SCALE_REFERENCE,
-    Design,
-    compare_design,
-    load_results,
-    run_cell,
-)
+from posenc.experiment import LONG_BUDGET, TOKEN_SCALE, TOKEN_SCALE_REFERENCE, Design, run_cell
+from posenc.experiment_verdicts import compare_design, load_results
 from posenc.stats import choose_rate, paired_rerun_test
 
 from .spot_checks import COMPARISONS, LEVEL, SEED_VARIABLE, ch5_features, describe, spot_seed

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from posenc.extrapolation import (
     EXTENSION_VARIANTS,
@@ -19,52 +18,21 @@ from posenc.extrapolation import (
     drop_tests,
     drop_unlearned_seeds,
     extension_summary,
-    holm,
     length_summary,
     ntk_sweep_summary,
-    paired_beyond,
-    paired_interval,
-    paired_tost,
     run_cell,
     total_steps,
 )
-from posenc.stats import choose_rate, paired_rerun_test
+from posenc.stats import (
+    choose_rate,
+    paired_rerun_test,
+)
 
 from .spot_checks import COMPARISONS, LEVEL, SEED_VARIABLE, ch7_features, describe, spot_seed
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "ch7_extrapolation.json"
 # The sensitivity analysis: the same grid, rates chosen by validation loss.
 BY_LOSS = RESULTS.with_name("ch7_rate_by_loss.json")
-
-
-def test_paired_interval_matches_scipy():
-    d = np.array([0.1, -0.05, 0.2, 0.15, 0.0, 0.12])
-    mean, low, high, p = paired_interval(d)
-    assert p == pytest.approx(stats.ttest_1samp(d, 0.0).pvalue, rel=1e-12)
-    assert mean == pytest.approx(d.mean())
-    ref = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
-    assert (low, high) == pytest.approx((ref.low, ref.high), rel=1e-12)
-    assert paired_interval([0.0, 0.0, 0.0])[3] == 1.0
-    assert paired_interval([0.2, 0.2])[3] == 0.0
-
-
-def test_tost_agrees_with_the_interval_rule():
-    rng = np.random.default_rng(0)
-    for _ in range(50):
-        d = rng.normal(rng.uniform(-0.1, 0.1), 0.05, size=10)
-        p = paired_tost(d, 0.05)
-        # Equivalent at alpha = 0.05 exactly when the 90% interval lies inside the margin.
-        _, low, high, _ = paired_interval(d, confidence=0.90)
-        assert (p < 0.05) == (low > -0.05 and high < 0.05)
-    assert paired_tost([0.01, 0.01], 0.05) == 0.0
-    assert paired_tost([0.1, 0.1], 0.05) == 1.0
-
-
-def test_holm_against_hand_computation():
-    np.testing.assert_allclose(holm([0.01, 0.04, 0.03, 0.5]), [0.04, 0.09, 0.09, 0.5])
-    assert holm([]).size == 0
-    with pytest.raises(ValueError, match="p_values"):
-        holm([0.5, 1.5])
 
 
 def test_accuracy_at():
@@ -293,21 +261,6 @@ def test_classify_gives_every_verdict_of_the_design():
     assert classify(row(0.40, 0.40, 0.5), 0.05) == "inconclusive"
     with pytest.raises(ValueError, match="margin"):
         classify(row(0.4, 0.4, 1.0), -0.05)
-
-
-def test_paired_beyond_is_a_one_sided_test_against_the_margin():
-    """Beyond the margin on the side of the mean: a t test against -margin or +margin."""
-    rng = np.random.default_rng(1)
-    loss = -0.1 + 0.05 * rng.standard_normal(20)
-    expected = stats.ttest_1samp(loss, -0.05, alternative="less").pvalue
-    assert paired_beyond(loss, 0.05) == pytest.approx(expected, rel=1e-10)
-    gain = 0.1 + 0.05 * rng.standard_normal(20)
-    expected = stats.ttest_1samp(gain, 0.05, alternative="greater").pvalue
-    assert paired_beyond(gain, 0.05) == pytest.approx(expected, rel=1e-10)
-    assert paired_beyond([-0.25, -0.25, -0.25], 0.05) == 0.0
-    assert paired_beyond([0.0, 0.0], 0.05) == 1.0
-    with pytest.raises(ValueError, match="differences"):
-        paired_beyond([0.1], 0.05)
 
 
 def test_drop_unlearned_seeds_removes_only_failed_seeds_of_gated_cells():

@@ -6,7 +6,8 @@ import pytest
 from matplotlib.figure import Figure
 
 from posenc import plots
-from posenc.experiment import SCORE_TERMS, SummaryRow
+from posenc.experiment_analysis import SCORE_TERMS
+from posenc.experiment_verdicts import SummaryRow
 
 
 def labelled(ax):
@@ -107,7 +108,7 @@ def test_learning_curve_figure_draws_the_means():
 
 
 def _comparisons():
-    from posenc.experiment import Comparison
+    from posenc.experiment_verdicts import Comparison
 
     rows = []
     for i, (code, diff) in enumerate(

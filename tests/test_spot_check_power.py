@@ -32,8 +32,9 @@ import numpy as np
 import pytest
 
 import posenc.transformer
-from posenc.experiment import Design, load_results
+from posenc.experiment import Design
 from posenc.experiment import run_cell as run_ch5_cell
+from posenc.experiment_verdicts import load_results
 from posenc.extrapolation import config_from_dict
 from posenc.extrapolation import run_cell as run_ch7_cell
 from posenc.model import AttentionClassifier

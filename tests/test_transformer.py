@@ -1,18 +1,26 @@
 """Tests for posenc.transformer (the causal model of chapter 7) and posenc.lengthtasks."""
 
+import json
+import math
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from posenc.biases import alibi_slopes
+from posenc.extrapolation import ExtrapolationConfig, config_from_dict
 from posenc.lengthtasks import LengthBatch, make_length_batch
+from posenc.rotary import rotate_pairs
 from posenc.scaling import scaled_frequencies
 from posenc.transformer import (
     POSITION_METHODS,
     CausalTransformer,
-    alibi_slopes_reference,
     gradient_check,
     t5_causal_bucket,
     train_causal,
 )
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def small(position, seeds=(0, 1), **kwargs):
@@ -125,9 +133,7 @@ def test_rope_scores_depend_on_offset_only_and_scaling_changes_them():
     model = small("rope", seeds=(0,))
     cos, sin = model._rope_tables(10, None)
     x = np.random.default_rng(1).normal(size=(1, 4))
-    from posenc.transformer import _rotate
-
-    q = _rotate(np.repeat(x, 10, axis=0), cos, sin)
+    q = rotate_pairs(np.repeat(x, 10, axis=0), cos, sin)
     scores = q @ q.T
     # positions (2, 5) and (6, 9) are 3 apart.
     assert scores[2, 5] == pytest.approx(scores[6, 9], rel=1e-12)
@@ -145,12 +151,14 @@ def test_learned_table_cannot_run_past_its_rows():
         model.logits(np.zeros((1, 9), dtype=int))
 
 
-def test_alibi_slopes_reference_construction():
-    np.testing.assert_allclose(alibi_slopes_reference(8), 2.0 ** -np.arange(1, 9))
-    # 6 heads: the 4 slopes of 4 heads, then slopes 1, 3 (0-based 0, 2) of 8 heads.
-    np.testing.assert_allclose(
-        alibi_slopes_reference(6), [2**-2, 2**-4, 2**-6, 2**-8, 2**-1, 2**-3]
-    )
+def test_alibi_model_uses_chapter_6_slopes():
+    """The model's slopes are posenc.biases.alibi_slopes; for the 4 heads of chapter 7 they
+    are exact powers of two, as the authors' get_slopes (products of 2**-2) gives them."""
+    for heads in (1, 2, 4, 6):
+        model = CausalTransformer(6, d_model=2 * heads, n_heads=heads, position="alibi")
+        np.testing.assert_array_equal(model.slopes, alibi_slopes(heads))
+    start = 2.0 ** (-8.0 / 4)
+    np.testing.assert_array_equal(alibi_slopes(4), [start ** (k + 1) for k in range(4)])
 
 
 def test_t5_causal_buckets_hand_computed():
@@ -206,24 +214,64 @@ def test_bad_model_arguments():
     assert isinstance(LengthBatch, type)
 
 
-def test_private_position_helpers_agree_with_chapter_6_functions():
-    """The model's ALiBi slopes, T5 buckets and rotation equal posenc's public versions."""
-    from posenc import apply_rotary
-    from posenc.biases import alibi_slopes, t5_relative_bucket
-    from posenc.encodings import frequencies
-    from posenc.transformer import _rotate
+def _t5_causal_bucket_float64(distance, num_buckets, max_distance):
+    """The model's own T5 bucket before it used posenc.biases: the logarithm in float64."""
+    max_exact = num_buckets // 2
+    n = np.maximum(np.asarray(distance, dtype=np.int64), 0)
+    safe = np.maximum(n, 1).astype(np.float64)
+    large = max_exact + (
+        np.log(safe / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+    ).astype(np.int64)
+    return np.where(n < max_exact, n, np.minimum(large, num_buckets - 1))
 
-    for heads in (1, 2, 3, 4, 5, 6, 8, 12):
-        np.testing.assert_allclose(alibi_slopes_reference(heads), alibi_slopes(heads), rtol=1e-15)
-    distance = np.arange(-4, 200)
-    for buckets, reach in ((16, 16), (16, 64), (32, 128)):
-        ours = t5_causal_bucket(distance, num_buckets=buckets, max_distance=reach)
-        theirs = t5_relative_bucket(
-            -distance, bidirectional=False, num_buckets=buckets, max_distance=reach
+
+def _chapter_7_t5_settings():
+    """(buckets, max distance, longest test length) of every design chapter 7 ran or runs."""
+    configs = [ExtrapolationConfig()]
+    for path in sorted(RESULTS.glob("ch7*.json")) + sorted(RESULTS.glob("cpus/*/ch7*.json")):
+        configs.append(config_from_dict(json.loads(path.read_text())["config"]))
+    # build_model: 16 buckets reaching the training length; the chapter's own call too.
+    settings = {(16, c.train_length, c.max_test_length) for c in configs}
+    return sorted(settings | {(16, 16, 64), (16, 64, 200)})
+
+
+def test_t5_buckets_of_chapter_7_are_unchanged_by_the_shared_function():
+    """The float32 logarithm of posenc.biases (T5's own) lands one bucket off the float64
+    one at some exact boundaries of some settings (9 buckets reaching 128, at distances 8,
+    16 and 64): none of them is a setting chapter 7 or its results use, where every
+    distance a test length reaches falls in the same bucket either way."""
+    settings = _chapter_7_t5_settings()
+    assert (16, 16, 64) in settings
+    for buckets, reach, longest in settings:
+        distance = np.arange(-4, longest)
+        shared = t5_causal_bucket(distance, num_buckets=buckets, max_distance=reach)
+        np.testing.assert_array_equal(
+            shared, _t5_causal_bucket_float64(distance, buckets, reach), err_msg=str(settings)
         )
-        np.testing.assert_array_equal(ours, theirs)
+        model = CausalTransformer(
+            6, d_model=8, n_heads=2, position="t5", t5_buckets=buckets, t5_max_distance=reach
+        )
+        rows, cols = np.arange(longest)[:, None], np.arange(longest)[None, :]
+        expected = _t5_causal_bucket_float64(rows - cols, buckets, reach).reshape(-1)
+        np.testing.assert_array_equal(model._bucket_one_hot(longest).argmax(axis=0), expected)
+    off = t5_causal_bucket([8, 16, 64], num_buckets=9, max_distance=128)
+    np.testing.assert_array_equal(off - _t5_causal_bucket_float64([8, 16, 64], 9, 128), 1)
+
+
+def test_the_rotation_is_chapter_6s_and_keeps_float32():
+    """rotate_pairs with the model's tables is apply_rotary, and in float32 it stays there."""
+    from posenc import apply_rotary
+    from posenc.encodings import frequencies
+
     x = np.random.default_rng(0).normal(size=(3, 12, 8))
     angles = np.arange(12)[:, None] * frequencies(8, 10_000.0)[None, :]
-    np.testing.assert_allclose(
-        _rotate(x, np.cos(angles), np.sin(angles)), apply_rotary(x), rtol=1e-13, atol=1e-14
-    )
+    cos, sin = np.cos(angles), np.sin(angles)
+    np.testing.assert_array_equal(rotate_pairs(x, cos, sin), apply_rotary(x))
+    back = rotate_pairs(rotate_pairs(x, cos, sin), cos, -sin)  # the opposite angle undoes it
+    np.testing.assert_allclose(back, x, atol=1e-14)
+    x32, cos32, sin32 = x.astype(np.float32), cos.astype(np.float32), sin.astype(np.float32)
+    assert rotate_pairs(x32, cos32, sin32).dtype == np.float32
+    with pytest.raises(ValueError, match="cos and sin must have the same shape"):
+        rotate_pairs(x, cos[:, :3], sin[:, :3])
+    with pytest.raises(ValueError, match="x must be a floating-point array"):
+        rotate_pairs(np.ones((2, 3)), cos[:2, :1], sin[:2, :1])

@@ -11,32 +11,40 @@ of :mod:`posenc.lengthtasks` at one length ``L`` and tested at ``L``,
   runs it and writes ``results/ch7_extrapolation.json``);
 * :func:`accuracy_at`: per-seed accuracy at one test length from the stored
   per-position accuracies;
-* :func:`paired_interval`, :func:`paired_tost`, :func:`holm`: the statistics
-  (a paired Student-t interval and test, the two one-sided tests for
-  equivalence within a margin, Holm's step-down correction). Means over
-  seeds use :func:`posenc.experiment.mean_confidence_interval`.
+* :func:`length_summary`, :func:`drop_tests`, :func:`extension_tests` and
+  the other summaries, with :func:`classify`, the verdict rule: they read
+  the results with the statistics of :mod:`posenc.stats` (paired Student-t
+  intervals and tests, the two one-sided tests for equivalence within a
+  margin, Holm's step-down correction), which this module also re-exports
+  under their old names here (:func:`paired_interval`, :func:`paired_tost`,
+  :func:`paired_beyond`, :func:`holm`).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 from threadpoolctl import threadpool_limits
 
-from .experiment import holm, mean_confidence_interval  # one Holm adjustment
 from .lengthtasks import LENGTH_TASKS, make_length_batch
 from .scaling import scaled_frequencies, yarn_attention_factor
-from .stats import choose_rate
+from .stats import (
+    add_holm,
+    choose_rate,
+    holm,
+    mean_interval_or_nan,
+    paired_beyond,
+    paired_interval,
+    paired_tost,
+)
 from .transformer import POSITION_METHODS, CausalTransformer, train_causal
-from .validation import check_array, check_integer, check_real
+from .validation import check_integer, check_real
 
 __all__ = [
     "EXTENSIONS",
@@ -582,14 +590,6 @@ def _cell(cells: Sequence[dict[str, Any]], task: str, method: str) -> dict[str, 
     raise KeyError(f"no cell for task {task!r} and method {method!r}")
 
 
-def _interval(values: np.ndarray) -> tuple[float, float, float]:
-    if np.isnan(values).any():
-        return (math.nan, math.nan, math.nan)
-    if np.ptp(values) == 0.0:
-        return (float(values[0]),) * 3
-    return mean_confidence_interval(values)
-
-
 def length_summary(
     config: ExtrapolationConfig, cells: Sequence[dict[str, Any]]
 ) -> dict[str, dict[str, list[tuple[float, float, float]]]]:
@@ -604,7 +604,8 @@ def length_summary(
         for method in config.methods:
             acc = _cell(cells, task, method)["accuracy"]
             out[task][method] = [
-                _interval(accuracy_at(acc, config.train_length * f)) for f in config.factors
+                mean_interval_or_nan(accuracy_at(acc, config.train_length * f))
+                for f in config.factors
             ]
     return out
 
@@ -663,7 +664,7 @@ def drop_tests(
                         "p_beyond": paired_beyond(diff, config.margin),
                     }
                 )
-    _add_holm(rows)
+    add_holm(rows, ("p", "p_tost", "p_beyond"))
     return rows
 
 
@@ -698,14 +699,6 @@ def drop_unlearned_seeds(
                 new[key] = {k: pick(v) for k, v in cell[key].items()}
         out.append(new)
     return out
-
-
-def _add_holm(rows: list[dict[str, Any]]) -> None:
-    if not rows:
-        return
-    for key in ("p", "p_tost", "p_beyond"):
-        for row, adjusted in zip(rows, holm([r[key] for r in rows]), strict=True):
-            row[f"{key}_holm"] = float(adjusted)
 
 
 EXTENSION_VARIANTS = {
@@ -751,7 +744,9 @@ def extension_summary(
     out: dict[str, dict[str, list[tuple[float, float, float]]]] = {}
     for task in config.tasks:
         per_factor = [extension_accuracies(config, cells, task, f) for f in factors]
-        out[task] = {name: [_interval(p[name]) for p in per_factor] for name in EXTENSION_VARIANTS}
+        out[task] = {
+            name: [mean_interval_or_nan(p[name]) for p in per_factor] for name in EXTENSION_VARIANTS
+        }
     return out
 
 
@@ -787,7 +782,7 @@ def extension_tests(
                         "p_beyond": paired_beyond(acc[a] - acc[b], config.margin),
                     }
                 )
-    _add_holm(rows)
+    add_holm(rows, ("p", "p_tost", "p_beyond"))
     return rows
 
 
@@ -809,7 +804,7 @@ def budget_summary(
         for method in config.methods:
             budget = _cell(cells, task, method)["budget"]
             out[task][method] = [
-                _interval(accuracy_at(budget[str(step)], config.train_length * factor))
+                mean_interval_or_nan(accuracy_at(budget[str(step)], config.train_length * factor))
                 for step in config.budget
             ]
     return out
@@ -828,36 +823,11 @@ def ntk_sweep_summary(
         cell = _cell(cells, task, "rope")
         runs = [cell["accuracy"]] + [cell["ntk_sweep"][repr(float(a))] for a in config.ntk_alphas]
         out[task] = {
-            f: [_interval(accuracy_at(r, config.train_length * f)) for r in runs]
+            f: [mean_interval_or_nan(accuracy_at(r, config.train_length * f)) for r in runs]
             for f in config.factors
             if f != 1
         }
     return out
-
-
-def paired_interval(
-    differences: Any, confidence: float = 0.95
-) -> tuple[float, float, float, float]:
-    """Mean of paired differences, its Student-t interval and the two-sided p-value of zero.
-
-    With no spread at all, the interval is the point and the p-value is 1
-    if the mean is 0, else 0.
-
-    Examples
-    --------
-    >>> mean, low, high, p = paired_interval([0.1, 0.2, 0.3])
-    >>> round(mean, 2), round(p, 4)
-    (0.2, 0.0742)
-    """
-    d = check_array("differences", differences, ndim=1)
-    if d.size < 2:
-        raise ValueError(f"differences must hold at least 2 numbers, got {d.size}")
-    mean, low, high = mean_confidence_interval(d, confidence)  # the one-sample t interval
-    se = float(d.std(ddof=1)) / math.sqrt(d.size)
-    if se == 0.0:
-        return mean, mean, mean, 1.0 if mean == 0.0 else 0.0
-    p = float(2 * stats.t.sf(abs(mean) / se, d.size - 1))
-    return mean, low, high, p
 
 
 def classify(row: dict[str, Any], margin: float, alpha: float = 0.05) -> str:
@@ -885,58 +855,6 @@ def classify(row: dict[str, Any], margin: float, alpha: float = 0.05) -> str:
     if changed:
         return "change beyond the margin" if row["p_beyond_holm"] < alpha else "change"
     return "no change" if within else "inconclusive"
-
-
-def _mean_se(differences: Any, margin: float) -> tuple[float, float, int, float]:
-    """Mean, standard error and degrees of freedom of paired differences; the checked margin."""
-    d = check_array("differences", differences, ndim=1)
-    if d.size < 2:
-        raise ValueError(f"differences must hold at least 2 numbers, got {d.size}")
-    margin = check_real("margin", margin, positive=True)
-    return float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size), d.size - 1, margin
-
-
-def paired_beyond(differences: Any, margin: float) -> float:
-    """One-sided p-value that the mean difference lies beyond ``±margin``, on the side of its sign.
-
-    For a loss (negative mean), the test of "the mean is at least
-    ``-margin``"; for a gain, of "the mean is at most ``margin``". Only one of
-    the two can reject at a time, so its size is that of one one-sided test.
-    With no spread, 0 if ``|mean| > margin``, else 1.
-
-    Examples
-    --------
-    >>> round(paired_beyond([-0.2, -0.3, -0.25, -0.22], 0.05), 4)
-    0.0015
-    >>> paired_beyond([-0.01, 0.0, 0.01], 0.05) > 0.5
-    True
-    """
-    mean, se, dof, margin = _mean_se(differences, margin)
-    if se == 0.0:
-        return 0.0 if abs(mean) > margin else 1.0
-    if mean < 0:
-        return float(stats.t.cdf((mean + margin) / se, dof))
-    return float(stats.t.sf((mean - margin) / se, dof))
-
-
-def paired_tost(differences: Any, margin: float) -> float:
-    """p-value of the two one-sided tests that the mean difference lies within ``±margin``.
-
-    Equivalence is shown at level alpha when the p-value is below alpha,
-    which is the same as the ``1 - 2 alpha`` interval lying inside the
-    margin (Schuirmann 1987). With no spread, 0 if ``|mean| < margin``, else 1.
-
-    Examples
-    --------
-    >>> round(paired_tost([0.01, -0.01, 0.0, 0.02], 0.05), 4)
-    0.003
-    """
-    mean, se, dof, margin = _mean_se(differences, margin)
-    if se == 0.0:
-        return 0.0 if abs(mean) < margin else 1.0
-    lower = stats.t.sf((mean + margin) / se, dof)
-    upper = stats.t.cdf((mean - margin) / se, dof)
-    return float(max(lower, upper))
 
 
 def total_steps(config: ExtrapolationConfig) -> float:

@@ -58,6 +58,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .encodings import sinusoidal
+from .stacked import StackedModel, gradient_check
 from .validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
@@ -174,7 +175,7 @@ def _log_softmax_last(logits: np.ndarray) -> np.ndarray:
     return (shifted - np.log(_row_sum(np.exp(shifted)))[:, None]).reshape(logits.shape)
 
 
-class AttentionClassifier:
+class AttentionClassifier(StackedModel):
     r"""Token embedding, position signal, one attention head, mean pooling, linear read-out.
 
     Parameters
@@ -333,15 +334,18 @@ class AttentionClassifier:
 
     # -- description -----------------------------------------------------------------
 
-    @property
-    def n_models(self) -> int:
-        """Number of independent copies (seeds) held side by side."""
-        return len(self.seeds)
+    gradient_check_entries = 4  # entries per parameter that gradient_check compares
 
-    @property
-    def n_parameters(self) -> int:
-        """Trainable scalars of one copy (the sinusoidal table is fixed and not counted)."""
-        return int(sum(p[0].size for p in self.params.values()))
+    def _gradient_parts(self, tokens: Any, labels: Any) -> tuple[dict[str, np.ndarray], Any]:
+        """For :func:`gradient_check`: the gradients on a batch, and the summed loss."""
+        if self.dtype != np.float64:
+            raise ValueError(
+                f"model must compute in float64 for a gradient check, got {self.dtype}"
+            )
+        tokens = self._check_tokens(tokens)
+        labels = self._check_labels(labels, tokens)
+        _, grads = self._loss_and_gradients(tokens, labels)
+        return grads, lambda: self._loss_and_gradients(tokens, labels)[0].sum()
 
     def position_codes(self) -> np.ndarray | None:
         """The position codes in use, ``(n_models, L, d_p)`` (a copy), or ``None`` without."""
@@ -909,65 +913,3 @@ def train(
                 eval_steps.append(step)
                 accuracies.append(model._accuracy(test_tokens, test_labels))
     return TrainingHistory(np.array(eval_steps), np.array(accuracies), np.array(losses))
-
-
-def gradient_check(
-    model: AttentionClassifier,
-    tokens: Any,
-    labels: Any,
-    *,
-    n_entries: int = 4,
-    eps: float = 1e-6,
-    seed: int = 0,
-) -> dict[str, float]:
-    """Compare analytic gradients with central finite differences on a few entries.
-
-    For ``n_entries`` randomly chosen entries of every parameter, the
-    derivative of the summed loss of all copies is estimated as
-    ``(loss(theta + eps) - loss(theta - eps)) / (2 eps)`` and compared with
-    :meth:`AttentionClassifier.loss_and_gradients`. The parameters are left
-    as they were.
-
-    Returns
-    -------
-    dict of str to float
-        For every parameter, the largest difference ``|analytic - numeric|``
-        over the checked entries, relative to the largest analytic gradient
-        entry of that parameter (an entry whose gradient is nearly zero would
-        make a plain relative error meaningless).
-
-    Examples
-    --------
-    >>> model = AttentionClassifier(4, 4, 3, d_token=4, position="learned", combine="concat")
-    >>> tokens, labels = np.array([[0, 1, 2, 3], [3, 2, 1, 0]]), np.array([0, 2])
-    >>> errors = gradient_check(model, tokens, labels)
-    >>> max(errors.values()) < 1e-6
-    True
-    """
-    if not isinstance(model, AttentionClassifier):
-        raise TypeError(f"model must be an AttentionClassifier, got {type(model).__name__}")
-    if model.dtype != np.float64:
-        raise ValueError(f"model must compute in float64 for a gradient check, got {model.dtype}")
-    tokens = model._check_tokens(tokens)
-    labels = model._check_labels(labels, tokens)
-    n_entries = check_integer("n_entries", n_entries, minimum=1)
-    eps = check_real("eps", eps, positive=True)
-    rng = np.random.default_rng(check_integer("seed", seed, minimum=0))
-    _, grads = model._loss_and_gradients(tokens, labels)
-    errors = {}
-    for name, value in model.params.items():
-        flat = value.reshape(-1)
-        scale = max(float(np.abs(grads[name]).max()), 1e-12)
-        worst = 0.0
-        for index in rng.choice(flat.size, size=min(n_entries, flat.size), replace=False):
-            saved = flat[index]
-            flat[index] = saved + eps
-            up = model._loss_and_gradients(tokens, labels)[0].sum()
-            flat[index] = saved - eps
-            down = model._loss_and_gradients(tokens, labels)[0].sum()
-            flat[index] = saved
-            numeric = (up - down) / (2 * eps)
-            analytic = grads[name].reshape(-1)[index]
-            worst = max(worst, abs(analytic - numeric) / scale)
-        errors[name] = float(worst)
-    return errors

@@ -28,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from . import experiment as ex
+from . import experiment_verdicts as verdicts
 from . import extrapolation as xp
+from .experiment import Design
+from .stats import difference_interval
 
 __all__ = [
     "cell_key",
@@ -89,7 +91,7 @@ def ch5_summary(
 ) -> dict[str, Any]:
     """Rates, final means and verdicts of chapter 5's results files.
 
-    Families: ``primary`` and ``width`` (:func:`posenc.experiment.compare_design`
+    Families: ``primary`` and ``width`` (:func:`posenc.experiment_verdicts.compare_design`
     at equal parameters and at equal width), with the token-scale arm
     ``arm_a`` (short tokens minus the design's), ``arm_b`` (concatenated at
     equal parameters minus short tokens) and ``arm_c`` (the same at equal
@@ -108,15 +110,15 @@ def ch5_summary(
                 "learning_rate": cell["learning_rate"],
                 "mean": float(np.mean(cell["test_accuracy"][-1])),
             }
-    design = ex.Design.from_dict(main["design"])
+    design = Design.from_dict(main["design"])
     for family, matching in (("primary", "parameters"), ("width", "width")):
         out["verdicts"][family] = {
             _regime((c.length, c.d_model, c.n_layers, c.code)): _verdict(c.verdict, c.ceiling)
-            for c in ex.compare_design(dict(main), matching=matching)
+            for c in verdicts.compare_design(dict(main), matching=matching)
         }
     if arm is not None:
-        acc = ex.cell_accuracy(dict(main))
-        width = ex.cell_accuracy(dict(main), matching="width")
+        acc = verdicts.cell_accuracy(dict(main))
+        width = verdicts.cell_accuracy(dict(main), matching="width")
         short = {
             (c["length"], c["d_model"], c["n_layers"]): np.asarray(c["test_accuracy"][-1])
             for c in arm["cells"]
@@ -129,19 +131,19 @@ def ch5_summary(
         for family, family_pairs in pairs.items():
             out["verdicts"][family] = {
                 _regime(k): _verdict(t["verdict"], t["ceiling"])
-                for k, t in ex.family_tests(family_pairs, design).items()
+                for k, t in verdicts.family_tests(family_pairs, design).items()
             }
     if long is not None:
-        long_design = ex.Design.from_dict(long["design"])
+        long_design = Design.from_dict(long["design"])
         confidence = 1 - design.alpha / len(long_design.regimes)  # Bonferroni, as chapter 5
         finals, changes = {}, {}
         for key in long_design.regimes:
             steps, c = _curve(long, key, "sinusoidal-concat")
             _, a = _curve(long, key, "sinusoidal-add")
             at = steps.index(design.steps)
-            _, low, high = ex.difference_interval(c[-1], a[-1], confidence)
+            _, low, high = difference_interval(c[-1], a[-1], confidence)
             finals[_regime(key)] = _interval_verdict(low, high, "concat better", "add better")
-            _, low, high = ex.difference_interval(c[-1] - c[at], a[-1] - a[at], confidence)
+            _, low, high = difference_interval(c[-1] - c[at], a[-1] - a[at], confidence)
             changes[_regime(key)] = _interval_verdict(low, high, "grows", "shrinks")
         out["verdicts"]["long_final"] = finals
         out["verdicts"]["long_change"] = changes
@@ -184,9 +186,9 @@ def ch7_summary(config: xp.ExtrapolationConfig, cells: Sequence[dict[str, Any]])
 
 def load_comparison(path: str | Path | None = None) -> dict[str, Any]:
     """The committed comparison: ``results/cpu_settings.json`` (found as the results
-    files are, :func:`posenc.experiment.load_results`), or the file ``path``."""
+    files are, :func:`posenc.experiment_verdicts.load_results`), or the file ``path``."""
     if path is None:
-        return ex.load_results("cpu_settings.json")
+        return verdicts.load_results("cpu_settings.json")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"path must be a comparison file (make cpu-comparison), got {path}")

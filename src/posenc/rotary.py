@@ -10,7 +10,8 @@ depends on the offset only. This module holds
 * :func:`apply_rotary`, the rotation itself, in the two column layouts used
   in practice ("interleaved" pairs ``(2i, 2i + 1)`` and "split" pairs
   ``(i, i + d/2)``), and :func:`layout_permutation`, which converts one into
-  the other;
+  the other; :func:`rotate_pairs`, its arithmetic for a given angle table in
+  any precision (the model of chapter 7 rotates with it);
 * :func:`rotary_angles`, the angle table, also as a model computing it in
   ``float32``, ``float16`` or ``bfloat16`` would (rounding included);
 * :func:`rotary_score`, the score of a fixed pair ``q, k`` as a function of
@@ -39,6 +40,7 @@ __all__ = [
     "rope_decay_bound",
     "rotary_angles",
     "rotary_score",
+    "rotate_pairs",
 ]
 
 #: Number formats :func:`rotary_angles` can compute the angles in.
@@ -258,18 +260,68 @@ def apply_rotary(
     layout = check_choice("layout", layout, LAYOUTS)
     positions = np.arange(length) if positions is None else _check_positions(positions, length)
     angles = rotary_angles(positions, d, base)
-    cos, sin = np.cos(angles), np.sin(angles)
+    return rotate_pairs(x, np.cos(angles), np.sin(angles), layout=layout)
+
+
+def rotate_pairs(x: Any, cos: Any, sin: Any, *, layout: str = "interleaved") -> np.ndarray:
+    r"""Rotate each pair of columns of ``x`` by the angle whose cosine and sine are given.
+
+    The arithmetic of :func:`apply_rotary`, for a model that computes its
+    angle table once (with frequencies of its own, e.g. scaled by
+    :mod:`posenc.scaling`) and runs in its own precision: pair ``i`` of the
+    row at position ``m``, :math:`(x_a, x_b)`, becomes
+    :math:`(x_a c - x_b s,\; x_a s + x_b c)` with :math:`c, s` = ``cos[m, i]``,
+    ``sin[m, i]``, in the dtype of ``x`` and the tables (float32 stays
+    float32). Passing ``-sin`` rotates by the opposite angle, the transpose
+    of the rotation: the backward pass of a model that rotates its queries and keys.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Shape ``(..., length, d)``, floating point, ``d`` even.
+    cos, sin : numpy.ndarray
+        Shape ``(length, d // 2)`` each (or broadcastable to ``x``'s halves).
+    layout : {"interleaved", "split"}
+        Which columns form a pair (see :func:`apply_rotary`).
+
+    Returns
+    -------
+    numpy.ndarray
+        Same shape and dtype as ``x``.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, 2.0, 3.0, 4.0]])
+    >>> angle = np.array([[np.pi / 2, 0.0]])
+    >>> rotate_pairs(x, np.cos(angle), np.sin(angle)).round(6)  # pair 0 turned a quarter
+    array([[-2.,  1.,  3.,  4.]])
+    >>> cos, sin = np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
+    >>> rotate_pairs(x.astype(np.float32), cos, sin).dtype
+    dtype('float32')
+    """
+    if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or x.ndim < 2 or x.shape[-1] % 2:
+        raise ValueError(
+            "x must be a floating-point array of shape (..., length, d) with d even, got "
+            f"{getattr(x, 'shape', type(x).__name__)}"
+        )
+    layout = check_choice("layout", layout, LAYOUTS)
+    half = x.shape[-1] // 2
+    if np.shape(cos) != np.shape(sin) or np.shape(cos)[-1:] != (half,):
+        raise ValueError(
+            f"cos and sin must have the same shape, (length, {half}), "
+            f"got {np.shape(cos)} and {np.shape(sin)}"
+        )
     if layout == "interleaved":
         first, second = x[..., 0::2], x[..., 1::2]
     else:
-        first, second = x[..., : d // 2], x[..., d // 2 :]
+        first, second = x[..., :half], x[..., half:]
     new_first = first * cos - second * sin
     new_second = first * sin + second * cos
     out = np.empty_like(x)
     if layout == "interleaved":
         out[..., 0::2], out[..., 1::2] = new_first, new_second
     else:
-        out[..., : d // 2], out[..., d // 2 :] = new_first, new_second
+        out[..., :half], out[..., half:] = new_first, new_second
     return out
 
 

@@ -15,7 +15,11 @@ sequences of length ``L`` can be run on longer ones. It keeps the habits of
   and :func:`posenc.model.check_index_array`, every other argument by
   :mod:`posenc.validation`;
 * gradients are checked against central finite differences
-  (:func:`gradient_check`, as :func:`posenc.model.gradient_check` does).
+  (:func:`gradient_check`, the one of :mod:`posenc.model`, from
+  :mod:`posenc.stacked`);
+* the ALiBi slopes, the T5 buckets and the rotation are chapter 6's
+  (:func:`posenc.biases.alibi_slopes`, :func:`posenc.biases.t5_relative_bucket`,
+  :func:`posenc.rotary.rotate_pairs`).
 
 What is new is the depth and the position methods; the gradients are still
 written out by hand (:meth:`CausalTransformer._loss_and_gradients`): one
@@ -65,16 +69,18 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .biases import alibi_slopes, t5_relative_bucket
 from .encodings import frequencies as rotary_frequencies
 from .encodings import sinusoidal
 from .lengthtasks import LengthBatch, make_length_batch
 from .model import Adam, _log_softmax_last, _softmax_last, check_index_array, check_seeds
+from .rotary import rotate_pairs
+from .stacked import StackedModel, gradient_check
 from .validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
     "POSITION_METHODS",
     "CausalTransformer",
-    "alibi_slopes_reference",
     "gradient_check",
     "t5_causal_bucket",
     "train_causal",
@@ -83,85 +89,29 @@ __all__ = [
 POSITION_METHODS = ("nope", "sinusoidal", "learned", "rope", "alibi", "t5")
 
 
-def alibi_slopes_reference(n_heads: int) -> np.ndarray:
-    """ALiBi slopes by the construction of the authors' ``get_slopes``, ``(n_heads,)``.
-
-    For a power of two :math:`h`, the geometric sequence :math:`2^{-8k/h}`,
-    :math:`k = 1..h`; otherwise the slopes of the nearest lower power of two
-    followed by every other slope of the next power (repository
-    ``ofirpress/attention_with_linear_biases``, ``fairseq/models/transformer.py``,
-    ``get_slopes``). The same numbers as :func:`posenc.biases.alibi_slopes`
-    (``tests/test_transformer.py`` compares them); kept here because this
-    model was written before that module existed.
-
-    Examples
-    --------
-    >>> alibi_slopes_reference(4)
-    array([0.25      , 0.0625    , 0.015625  , 0.00390625])
-    """
-    n_heads = check_integer("n_heads", n_heads, minimum=1)
-
-    def power_of_two(n: int) -> list[float]:
-        start = 2.0 ** (-8.0 / n)
-        return [start ** (k + 1) for k in range(n)]
-
-    if n_heads & (n_heads - 1) == 0:
-        return np.array(power_of_two(n_heads))
-    lower = 2 ** math.floor(math.log2(n_heads))
-    extra = power_of_two(2 * lower)[0::2][: n_heads - lower]
-    return np.array(power_of_two(lower) + extra)
-
-
 def t5_causal_bucket(distance: Any, *, num_buckets: int = 16, max_distance: int = 64) -> np.ndarray:
     """T5's unidirectional bucket of a causal distance ``i - j >= 0``.
 
-    Half the buckets are exact (distances ``0 .. num_buckets/2 - 1``), the
-    other half log-spaced up to ``max_distance``; every larger distance
-    shares the last bucket. Follows the causal branch of
-    ``_relative_position_bucket`` in Hugging Face ``transformers``
-    (``src/transformers/models/t5/modeling_t5.py``), including the integer
-    truncation of the logarithmic part; negative distances (future keys,
-    masked anyway) fall into bucket 0 as there.
+    :func:`posenc.biases.t5_relative_bucket` of the offset ``j - i`` with
+    ``bidirectional=False``: half the buckets are exact (distances
+    ``0 .. num_buckets/2 - 1``), the other half log-spaced up to
+    ``max_distance``; every larger distance shares the last bucket, and
+    negative distances (future keys, masked anyway) fall into bucket 0.
 
     Examples
     --------
     >>> t5_causal_bucket(np.array([0, 1, 7, 8, 15, 16, 63, 64, 1000]))
     array([ 0,  1,  7,  8, 10, 10, 15, 15, 15])
     """
-    num_buckets = check_integer("num_buckets", num_buckets, minimum=2)
-    max_exact = num_buckets // 2
-    max_distance = check_integer("max_distance", max_distance, minimum=max_exact + 1)
-    n = np.maximum(np.asarray(distance, dtype=np.int64), 0)
-    safe = np.maximum(n, 1).astype(np.float64)
-    large = max_exact + (
-        np.log(safe / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
-    ).astype(np.int64)
-    large = np.minimum(large, num_buckets - 1)
-    return np.where(n < max_exact, n, large)
+    return t5_relative_bucket(
+        -np.asarray(distance),
+        bidirectional=False,
+        num_buckets=num_buckets,
+        max_distance=max_distance,
+    )
 
 
-def _turn(x: np.ndarray) -> np.ndarray:
-    """Each interleaved pair ``(a, b)`` of the last axis mapped to ``(-b, a)``."""
-    out = np.empty_like(x)
-    out[..., 0::2] = -x[..., 1::2]
-    out[..., 1::2] = x[..., 0::2]
-    return out
-
-
-def _rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
-    """Rotate interleaved pairs ``(2i, 2i+1)`` of ``x`` ``(..., L, d_h)``.
-
-    ``cos`` and ``sin`` are ``(L, d_h / 2)``, or ``(L, d_h)`` with each
-    pair's value already repeated twice: ``x * cos + turn(x) * sin``. The
-    transpose of ``turn`` is ``-turn``, so the gradient of the rotation is
-    ``g * cos - turn(g * sin)``, the rotation by the opposite angle.
-    """
-    if 2 * cos.shape[-1] == x.shape[-1]:
-        cos, sin = np.repeat(cos, 2, axis=-1), np.repeat(sin, 2, axis=-1)
-    return x * cos + _turn(x) * sin
-
-
-class CausalTransformer:
+class CausalTransformer(StackedModel):
     r"""Embedding, causal multi-head attention layers with residuals, a read-out per position.
 
     Parameters
@@ -258,7 +208,7 @@ class CausalTransformer:
         )
         self.seeds = check_seeds(seeds)
         self.dtype = np.dtype(check_choice("dtype", str(dtype), ("float64", "float32")))
-        self.slopes = alibi_slopes_reference(self.n_heads)
+        self.slopes = alibi_slopes(self.n_heads)
         members = [self._init_one(np.random.default_rng([0, s])) for s in self.seeds]
         self.params = {
             name: np.stack([m[name] for m in members]).astype(self.dtype) for name in members[0]
@@ -281,15 +231,13 @@ class CausalTransformer:
         params["b_out"] = np.zeros(self.n_classes)
         return params
 
-    @property
-    def n_models(self) -> int:
-        """Number of stacked copies (seeds)."""
-        return len(self.seeds)
-
-    @property
-    def n_parameters(self) -> int:
-        """Trainable scalars of one copy."""
-        return int(sum(p[0].size for p in self.params.values()))
+    def _gradient_parts(self, batch: LengthBatch) -> tuple[dict[str, np.ndarray], Any]:
+        """For :func:`gradient_check`: the gradients on ``batch``, and the summed loss."""
+        if not isinstance(batch, LengthBatch):
+            raise TypeError(f"batch must be a LengthBatch, got {type(batch).__name__}")
+        self._check_tokens(batch.tokens)
+        _, grads = self.loss_and_gradients(batch)
+        return grads, lambda: float(self.losses(batch).sum())
 
     def subset(self, copies: Sequence[int], *, seeds: Sequence[int] | None = None):
         """A new model made of copies ``copies`` of this one, parameters copied.
@@ -389,8 +337,7 @@ class CausalTransformer:
         bias = self._score_bias(length)
         cos = sin = None
         if self.position == "rope":
-            cos, sin = self._rope_tables(length, freqs)
-            cos, sin = (np.repeat(t, 2, axis=-1).astype(self.dtype) for t in (cos, sin))
+            cos, sin = (t.astype(self.dtype) for t in self._rope_tables(length, freqs))
         scale = self.dtype.type(logit_scale / math.sqrt(dh))
 
         def heads(flat: np.ndarray) -> np.ndarray:  # (M, batch*L, d) -> (M, batch, H, L, d_h)
@@ -399,7 +346,7 @@ class CausalTransformer:
         for layer in range(self.n_layers):
             q, k, v = (heads(x @ params[f"w_{c}_{layer}"]) for c in "qkv")
             if cos is not None:
-                q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+                q, k = rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)
             scores = q @ k.swapaxes(-1, -2)
             scores *= scale
             if self.position == "t5":
@@ -427,8 +374,11 @@ class CausalTransformer:
     def _bucket_one_hot(self, length: int) -> np.ndarray:
         """``(buckets, L * L)``: which T5 bucket each (query, key) pair falls into."""
         rows, cols = np.arange(length)[:, None], np.arange(length)[None, :]
-        buckets = t5_causal_bucket(
-            rows - cols, num_buckets=self.t5_buckets, max_distance=self.t5_max_distance
+        buckets = t5_relative_bucket(
+            cols - rows,
+            bidirectional=False,
+            num_buckets=self.t5_buckets,
+            max_distance=self.t5_max_distance,
         )
         return np.eye(self.t5_buckets, dtype=self.dtype)[buckets.reshape(-1)].T
 
@@ -550,9 +500,8 @@ class CausalTransformer:
             d_scores *= scale
             d_q = d_scores @ k
             d_k = d_scores.swapaxes(-1, -2) @ q
-            if cos is not None:
-                d_q = d_q * cos - _turn(d_q * sin)
-                d_k = d_k * cos - _turn(d_k * sin)
+            if cos is not None:  # the transpose of a rotation: the opposite angle
+                d_q, d_k = rotate_pairs(d_q, cos, -sin), rotate_pairs(d_k, cos, -sin)
             x_t = x.swapaxes(1, 2)
             for name, g in (("q", d_q), ("k", d_k), ("v", d_v)):
                 g = flat(g)
@@ -692,48 +641,3 @@ def train_causal(
                 progress(step)
     per_copy = np.array(losses).reshape(steps, model.n_models)
     return CausalHistory(per_copy.mean(axis=1), per_copy, time.perf_counter() - start)
-
-
-def gradient_check(
-    model: CausalTransformer,
-    batch: LengthBatch,
-    *,
-    n_entries: int = 3,
-    eps: float = 1e-6,
-    seed: int = 0,
-) -> dict[str, float]:
-    """Compare the automatic gradients with central finite differences on a few entries.
-
-    As :func:`posenc.model.gradient_check`: for ``n_entries`` random entries
-    of every parameter, ``(loss(theta + eps) - loss(theta - eps)) / (2 eps)``
-    of the loss summed over copies, against the gradient; the result is the
-    largest difference per parameter relative to that parameter's largest
-    gradient entry. The parameters are left as they were.
-    """
-    if not isinstance(model, CausalTransformer):
-        raise TypeError(f"model must be a CausalTransformer, got {type(model).__name__}")
-    n_entries = check_integer("n_entries", n_entries, minimum=1)
-    eps = check_real("eps", eps, positive=True)
-    rng = np.random.default_rng(check_integer("seed", seed, minimum=0))
-    model._check_tokens(batch.tokens)
-
-    def total() -> float:
-        return float(model.losses(batch).sum())
-
-    _, grads = model.loss_and_gradients(batch)
-    errors = {}
-    for name, value in model.params.items():
-        flat = value.reshape(-1)
-        scale = max(float(np.abs(grads[name]).max()), 1e-12)
-        worst = 0.0
-        for index in rng.choice(flat.size, size=min(n_entries, flat.size), replace=False):
-            saved = flat[index]
-            flat[index] = saved + eps
-            up = total()
-            flat[index] = saved - eps
-            down = total()
-            flat[index] = saved
-            numeric = (up - down) / (2 * eps)
-            worst = max(worst, abs(grads[name].reshape(-1)[index] - numeric) / scale)
-        errors[name] = worst
-    return errors

@@ -17,11 +17,9 @@ from .encoding import (
     plot_cvd_heatmaps,
     plot_distance_against_offset,
     plot_encoding_heatmap,
-    plot_pair_circles,
     plot_pca_projection,
     plot_positions_against_column,
     plot_similarity,
-    plot_wavelengths,
 )
 from .experiment import (
     accuracy_figure,
@@ -34,6 +32,7 @@ from .experiment import (
     score_term_figure,
 )
 from .extrapolation import extension_figure, extrapolation_figure, scale_factor_figure
+from .frequency import plot_pair_circles, plot_wavelengths
 from .implementation import (
     plot_float_precision,
     plot_layouts,

@@ -1,5 +1,8 @@
 """Figures of the sinusoidal encoding itself (chapter 4, visualisation).
 
+Its frequencies, wavelengths and pairs of columns as circles are drawn by
+:mod:`posenc.plots.frequency`.
+
 Every ``plot_*`` function returns a :class:`matplotlib.figure.Figure`. The
 numbers come from :mod:`posenc` (:func:`~posenc.sinusoidal`,
 :func:`~posenc.wavelengths`, :mod:`posenc.similarity`,
@@ -29,7 +32,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ..colour import CVD_TYPES, DICHROMACY, simulate_cvd
-from ..encodings import frequencies, sinusoidal, wavelengths
+from ..encodings import sinusoidal, wavelengths
 from ..projection import offset_profile, pca_projection
 from ..similarity import cosine_distance_matrix, dot_product_matrix
 from ..validation import check_choice, check_integer, check_real
@@ -43,11 +46,9 @@ __all__ = [
     "plot_columns_against_position",
     "plot_distance_against_offset",
     "plot_encoding_heatmap",
-    "plot_pair_circles",
     "plot_pca_projection",
     "plot_positions_against_column",
     "plot_similarity",
-    "plot_wavelengths",
 ]
 
 #: The two ways of comparing positions drawn by :func:`plot_similarity`.
@@ -905,174 +906,3 @@ def plot_pca_projection(
     'viridis'
     """
     return ProjectionView(length, d_model, base, position).figure
-
-
-# --- frequencies -------------------------------------------------------------------------
-
-
-def plot_wavelengths(
-    d_model: int,
-    bases: Sequence[float] = (10_000.0,),
-    *,
-    length: int | None = None,
-) -> Figure:
-    r"""Wavelength :math:`\lambda_i = 2\pi n^{2i/d}` of each pair ``i``, on a log scale.
-
-    One series of points per base, with a dashed line at that base's
-    :math:`2\pi n`, which the last pair never reaches; a grey line at
-    :math:`2\pi`, the first pair's wavelength; and, with ``length``, a dotted
-    line at ``L``: pairs above it do not complete one period within the
-    sequence.
-
-    Parameters
-    ----------
-    d_model : int
-        Width ``d >= 1``.
-    bases : sequence of float
-        One to eight bases ``n > 0``.
-    length : int, optional
-        A sequence length ``L >= 1`` to mark.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One axes with a logarithmic vertical axis; line ``b`` holds
-        ``wavelengths(d_model, bases[b])``.
-
-    Examples
-    --------
-    >>> fig = plot_wavelengths(8, bases=(100.0,))
-    >>> fig.axes[0].get_yscale()
-    'log'
-    """
-    d_model = check_integer("d_model", d_model, minimum=1)
-    if isinstance(bases, (str, bytes)) or not isinstance(bases, Sequence):
-        raise TypeError(f"bases must be a sequence of numbers, got {type(bases).__name__}")
-    if not 1 <= len(bases) <= len(QUALITATIVE):
-        raise ValueError(
-            f"bases must hold between 1 and {len(QUALITATIVE)} values, got {len(bases)}"
-        )
-    bases = tuple(check_real(f"bases[{a}]", b, positive=True) for a, b in enumerate(bases))
-    if length is not None:
-        length = check_integer("length", length, minimum=1)
-
-    fig = _new_figure(7.0, 4.2)
-    ax = fig.subplots()
-    for a, base in enumerate(bases):
-        lam = wavelengths(d_model, base)
-        ax.plot(
-            np.arange(lam.size),
-            lam,
-            color=QUALITATIVE[a],
-            marker="o",
-            markersize=3,
-            linewidth=1.0,
-            label=f"$n$ = {_number(base)}",
-        )
-        ax.axhline(
-            2 * np.pi * base,
-            color=QUALITATIVE[a],
-            linestyle="--",
-            linewidth=0.9,
-            label=f"$2\\pi n$ = {_number(2 * np.pi * base)} (never reached)",
-        )
-    ax.axhline(2 * np.pi, color="0.5", linewidth=0.9, label=r"$2\pi$ (pair $i$ = 0)")
-    if length is not None:
-        ax.axhline(
-            length,
-            color=_MARK_COLOUR,
-            linestyle=":",
-            linewidth=1.2,
-            label=f"sequence length $L$ = {length}",
-        )
-    ax.set_yscale("log")
-    ax.set_xlabel(r"pair index $i$ (columns $2i$ and $2i+1$)")
-    ax.set_ylabel(r"wavelength $\lambda_i$ (positions, log scale)")
-    ax.set_title(
-        f"Wavelengths grow geometrically across the pairs ($d$ = {d_model})", fontsize="medium"
-    )
-    ax.legend(fontsize="small", loc="upper left")
-    return fig
-
-
-def plot_pair_circles(
-    length: int,
-    d_model: int,
-    base: float = 10_000.0,
-    pairs: Sequence[int] = (0, 4, 8, 16),
-) -> Figure:
-    r"""Each pair of columns as a point on the unit circle, one panel per pair.
-
-    Pair ``i`` of position ``k`` is the point
-    :math:`(\cos k\omega_i, \sin k\omega_i) = (\PE_{k,2i+1}, \PE_{k,2i})`:
-    moving one position on turns it by the angle :math:`\omega_i`, whatever
-    ``k`` is. Points are coloured by position (``viridis``), joined in order
-    by grey chords of equal length, and the first three are numbered.
-
-    Parameters
-    ----------
-    length, d_model, base
-        The table; ``d_model >= 2``.
-    pairs : sequence of int
-        One to eight pair indices in ``[0, d_model // 2)`` (pairs with both a
-        sine and a cosine column).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One square axes per pair (plus the colour bar); the scatter of panel
-        ``p`` has offsets ``pe[:, [2i + 1, 2i]]``.
-
-    Examples
-    --------
-    >>> fig = plot_pair_circles(12, 8, pairs=(0, 3))
-    >>> fig.axes[0].collections[0].get_offsets().shape
-    (12, 2)
-    """
-    length, d_model, base = _check_table_args(length, d_model, base)
-    if d_model < 2:
-        raise ValueError(f"d_model must be >= 2 to have a sine/cosine pair, got {d_model}")
-    pairs = _check_indices("pairs", pairs, 0, d_model // 2 - 1)
-    pe = sinusoidal(length, d_model, base)
-    omega = frequencies(d_model, base)
-    circle = np.linspace(0.0, 2 * np.pi, 181)
-
-    ncols = len(pairs) if len(pairs) < 4 else math.ceil(math.sqrt(len(pairs)))
-    nrows = math.ceil(len(pairs) / ncols)
-    fig = _new_figure(1.2 + 2.6 * ncols, 0.6 + 2.9 * nrows)
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, sharex=True, sharey=True)).ravel()
-    for ax in axes[len(pairs) :]:
-        ax.set_visible(False)
-    for ax, i in zip(axes, pairs, strict=False):
-        ax.plot(np.cos(circle), np.sin(circle), color="0.85", linewidth=0.8, zorder=0)
-        ax.plot(pe[:, 2 * i + 1], pe[:, 2 * i], color="0.6", linewidth=0.7, zorder=1)
-        points = ax.scatter(
-            pe[:, 2 * i + 1],
-            pe[:, 2 * i],
-            c=np.arange(length),
-            cmap=CMAP_SEQUENTIAL,
-            vmin=0,
-            vmax=max(length - 1, 1),
-            s=16,
-            zorder=2,
-        )
-        for k in range(min(length, 3)):
-            ax.annotate(
-                f"{k}",
-                (pe[k, 2 * i + 1], pe[k, 2 * i]),
-                xytext=(0.84 * pe[k, 2 * i + 1] - 0.06, 0.84 * pe[k, 2 * i] - 0.05),
-                fontsize="small",
-            )
-        ax.set_aspect("equal")
-        ax.set_xlim(-1.2, 1.2)
-        ax.set_ylim(-1.2, 1.2)
-        ax.set_title(
-            f"pair $i$ = {i}\n$\\omega_{{{i}}}$ = {omega[i]:.3g} rad/position", fontsize="medium"
-        )
-        ax.set_xlabel(f"${_PE}_{{k,{2 * i + 1}}}$ (cos)")
-        ax.set_ylabel(f"${_PE}_{{k,{2 * i}}}$ (sin)")
-    fig.colorbar(points, ax=list(axes), label="position $k$ (tokens)", shrink=0.85)
-    fig.suptitle(
-        f"Each pair turns by $\\omega_i$ per position ({_settings(length, d_model, base)})"
-    )
-    return fig

@@ -1,8 +1,8 @@
 """Figures of chapter 5, addition or concatenation.
 
 Each function returns a :class:`matplotlib.figure.Figure`. The numbers are
-computed by :mod:`posenc.experiment` and passed in; the functions here only
-draw them.
+computed by :mod:`posenc.experiment_analysis`, :mod:`posenc.experiment_verdicts`
+and :mod:`posenc.stats` and passed in; the functions here only draw them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..experiment import SCORE_TERMS, Comparison, SummaryRow, difference_interval
+from ..experiment_analysis import SCORE_TERMS
+from ..experiment_verdicts import Comparison, SummaryRow
+from ..stats import difference_interval
 from ..validation import check_array, check_real
 from .style import QUALITATIVE, detached
 
@@ -54,7 +56,7 @@ def cosine_figure(cosines: Mapping[int, np.ndarray]) -> Figure:
     ----------
     cosines : mapping of int to array_like
         For every width ``d``, the cosines from
-        :func:`posenc.experiment.token_position_cosines`.
+        :func:`posenc.experiment_analysis.token_position_cosines`.
 
     Returns
     -------
@@ -161,7 +163,7 @@ def score_term_figure(sizes: Mapping[str, np.ndarray], title: str) -> Figure:
     ----------
     sizes : mapping of str to array_like
         For every case (a legend label), the sizes ``(4, n_models)`` from
-        :func:`posenc.experiment.term_sizes`; the bar is the mean over the
+        :func:`posenc.experiment_analysis.term_sizes`; the bar is the mean over the
         copies, the error bar spans the smallest to the largest copy.
     title : str
 
@@ -214,10 +216,10 @@ def accuracy_figure(
     Parameters
     ----------
     rows : sequence of SummaryRow
-        From :func:`posenc.experiment.summarise`.
+        From :func:`posenc.experiment_verdicts.summarise`.
     chance : mapping of str to (float, float, float)
         For every task: the chance level and the interval a constant guess
-        reaches (from :func:`posenc.experiment.chance_interval`), drawn as a
+        reaches (from :func:`posenc.stats.chance_interval`), drawn as a
         grey band.
 
     Returns
@@ -282,7 +284,7 @@ def learning_curve_figure(
     Parameters
     ----------
     curves : mapping of str to (array_like, mapping of str to array_like)
-        For every task, the output of :func:`posenc.experiment.learning_curves`:
+        For every task, the output of :func:`posenc.experiment_verdicts.learning_curves`:
         the steps and, per configuration, an array ``(3, n_eval)`` (mean,
         lowest, highest).
 
@@ -324,7 +326,7 @@ def comparison_figure(
     Parameters
     ----------
     comparisons : sequence of Comparison
-        From :func:`posenc.experiment.compare_design`.
+        From :func:`posenc.experiment_verdicts.compare_design`.
     margin : float
         The equivalence margin (an accuracy difference), drawn as a grey band.
     confidence : float
@@ -406,7 +408,7 @@ def budget_figure(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], margin: f
     Parameters
     ----------
     curves : mapping of str to (array_like, array_like)
-        For every label, the output of :func:`posenc.experiment.budget_curve`:
+        For every label, the output of :func:`posenc.experiment_verdicts.budget_curve`:
         the steps ``(n,)`` and ``(3, n)`` (difference, low, high).
     margin : float
         The equivalence margin, drawn as a grey band.
