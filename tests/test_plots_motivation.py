@@ -68,6 +68,29 @@ def test_grid_cells_carry_mark_and_measured_value(table):
     assert raw_beyond == f"✓\n{4 * table.length}"  # coded at every one of 4 L positions
 
 
+def test_grid_marks_cells_that_do_not_apply(table):
+    scheme, prop = table.schemes[3], "proximity"
+    ax = property_grid(table, not_applicable={(scheme, prop): "training"}).axes[0]
+    r, c = table.schemes.index(scheme), table.properties.index(prop)
+    texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t for t in ax.texts}
+    assert len(texts) == table.passed.size
+    assert texts[(r, c)].get_text() == "n/a\ntraining"
+    grey = [p for p in ax.patches if p.get_xy() == (c - 0.5, r - 0.5)]
+    assert len(grey) == 1 and grey[0].get_width() == grey[0].get_height() == 1
+    # the image and every other cell keep the table's verdicts
+    np.testing.assert_array_equal(ax.images[0].get_array(), table.passed.astype(float))
+    other = texts[(r, c - 1)].get_text().split("\n")[0]
+    assert other == ("✓" if table.passed[r, c - 1] else "✗")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[-1].startswith("n/a")
+    assert len(property_grid(table).axes[0].get_legend().get_texts()) == 2
+
+
+def test_grid_rejects_an_unknown_not_applicable_cell(table):
+    with pytest.raises(ValueError, match="does not have"):
+        property_grid(table, not_applicable={("no such code", "proximity"): "x"})
+
+
 def test_grid_rejects_other_input():
     with pytest.raises(TypeError, match="table must be a PropertyTable"):
         property_grid(np.ones((5, 6), dtype=bool))

@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
 from ..properties import PROPERTY_LABELS, PropertyTable
 from ..validation import check_array
@@ -35,6 +35,7 @@ __all__ = ["distance_by_offset", "pooled_vectors", "property_grid"]
 
 _MARKERS = ("o", "x", "s", "^", "D", "v", "P", "*")
 _LINESTYLES = ("-", "--", ":", "-.")
+_NA_GREY = "#c8c8c8"  # a neutral grey, no hue of either end of viridis
 
 
 def _new_figure(figsize: tuple[float, float]) -> Figure:
@@ -52,7 +53,9 @@ def _format_value(value: float) -> str:
     return "no code" if math.isnan(value) else f"{value:.3g}"
 
 
-def property_grid(table: PropertyTable) -> Figure:
+def property_grid(
+    table: PropertyTable, *, not_applicable: Mapping[tuple[str, str], str] | None = None
+) -> Figure:
     """The property table as a grid: one row per scheme, one column per property.
 
     A cell is light with a tick (✓) where the scheme has the property and dark
@@ -62,10 +65,17 @@ def property_grid(table: PropertyTable) -> Figure:
     the scheme raised). Colours are the two ends of
     ``viridis``, with colour limits fixed at ``(0, 1)``.
 
+    A cell listed in ``not_applicable`` is drawn grey with "n/a" and a short
+    note instead of its mark and number, for a verdict that does not apply
+    (for instance the order of a learned table before training); the table's
+    own verdicts stay as they are.
+
     Parameters
     ----------
     table : PropertyTable
         From :func:`posenc.properties.property_table`.
+    not_applicable : mapping of (scheme, property) to str, optional
+        Cells to mark "n/a", each with a note of a word or two shown under it.
 
     Returns
     -------
@@ -83,14 +93,34 @@ def property_grid(table: PropertyTable) -> Figure:
             "table must be a PropertyTable (from posenc.properties.property_table), "
             f"got {type(table).__name__}"
         )
+    not_applicable = dict(not_applicable or {})
+    for scheme, prop in not_applicable:
+        if scheme not in table.schemes or prop not in table.properties:
+            raise ValueError(
+                f"not_applicable names a cell the table does not have: {(scheme, prop)!r}"
+            )
     passed = table.passed.astype(float)
     values = table.values
     n_schemes, n_props = passed.shape
     fig = _new_figure((1.45 * n_props + 2.2, 0.62 * n_schemes + 1.9))
     ax = fig.subplots()
     ax.imshow(passed, cmap=_two_tone_map(), vmin=0.0, vmax=1.0, aspect="auto")
-    for r in range(n_schemes):
-        for c in range(n_props):
+    for r, scheme in enumerate(table.schemes):
+        for c, prop in enumerate(table.properties):
+            if (scheme, prop) in not_applicable:
+                ax.add_patch(
+                    Rectangle((c - 0.5, r - 0.5), 1, 1, facecolor=_NA_GREY, edgecolor="none")
+                )
+                ax.text(
+                    c,
+                    r,
+                    f"n/a\n{not_applicable[scheme, prop]}",
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="black",
+                )
+                continue
             mark = "✓" if passed[r, c] else "✗"
             ax.text(
                 c,
@@ -116,6 +146,11 @@ def property_grid(table: PropertyTable) -> Figure:
         handles=[
             Patch(facecolor=cmap(1.0), edgecolor="grey", label="✓ has the property"),
             Patch(facecolor=cmap(0.0), edgecolor="grey", label="✗ lacks it"),
+            *(
+                [Patch(facecolor=_NA_GREY, edgecolor="grey", label="n/a: does not apply")]
+                if not_applicable
+                else []
+            ),
         ],
         loc="upper left",
         bbox_to_anchor=(1.01, 1.0),
