@@ -180,8 +180,9 @@ async (SLACK) => {
   // Prose a reader sees on first load, before clicking anything: words of text
   // in the article that is displayed, outside code, outputs (figure captions
   // count), typeset maths, buttons and the page navigation.
+  // (The "How we know: show the source" button of a hidden cell is a control, not prose.)
   const notProse = 'pre, code, script, style, textarea, button, mjx-container, .highlight, ' +
-    '.cell_input, .headerlink, .prev-next-area, nav, .toggle-button';
+    '.cell_input, .headerlink, .prev-next-area, nav, .toggle-button, details.hide > summary';
   let prose = 0;
   const words = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
   for (let n = words.nextNode(); n; n = words.nextNode()) {
