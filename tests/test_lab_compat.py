@@ -271,6 +271,9 @@ def test_the_evidence_layer_is_collapsed_as_in_the_book():
     assert "".join(caption["source"]).startswith("% How we know")
     assert _flags(out) == {"outputs_hidden": True}
     assert _flags(plain) == {}
+    # The book's button names the check; a bare first line keeps the default label.
+    assert plot["metadata"]["mystnb"]["code_prompt_show"] == "How we know: the plot"
+    assert "code_prompt_show" not in check["metadata"].get("mystnb", {})
 
 
 def test_stale_collapse_flags_are_cleared_outside_solutions():

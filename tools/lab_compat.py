@@ -26,9 +26,12 @@ the book ignores:
   ``hide-output`` (the book's "How we know: show the ..." toggle) gets the
   matching ``jupyter.source_hidden`` / ``jupyter.outputs_hidden`` flags, and a
   hidden source starts with a ``# How we know`` line, which JupyterLab shows
-  on the collapsed cell. The prose of the evidence layer is a dropdown
-  admonition (``:class: dropdown``) titled "How we know: ...", which the book
-  and jupyterlab-myst both render closed.
+  on the collapsed cell; the same line, ``# How we know: what it checks``,
+  names the book's button for that cell (myst-nb's per-cell
+  ``code_prompt_show``), so a run of hidden cells reads as a list of checks.
+  The prose of the evidence layer is a dropdown admonition
+  (``:class: dropdown``) titled "How we know: ...", which the book and
+  jupyterlab-myst both render closed.
 * **Explorers**: a stored output that holds a widget view keeps only its
   plain-text hint ("Run this cell to get the sliders ..."), and the saved
   widget state (``metadata.widgets``, PNG bytes of one machine's rendering) is
@@ -193,8 +196,30 @@ def collapse_evidence(cells: list[dict]) -> None:
             text = _source(cell)
             if not text.startswith(EVIDENCE_LINE):
                 cell["source"] = (EVIDENCE_LINE + "\n" + text).splitlines(keepends=True)
+            _label_button(cell)
         if tags & {"hide-output", "hide-cell"}:
             _set_flag(cell, "outputs_hidden", True)
+
+
+def _label_button(cell: dict) -> None:
+    """The book's button names what the hidden cell checks, from its first line.
+
+    ``# How we know: the tie holds`` becomes the button "How we know: the tie
+    holds" (myst-nb's per-cell ``code_prompt_show``), so that a run of hidden
+    cells reads as a list of checks, not as the same button repeated. A bare
+    ``# How we know`` keeps the book's default label.
+    """
+    first = _source(cell).split("\n", 1)[0]
+    mystnb = cell.setdefault("metadata", {}).setdefault("mystnb", {})
+    topic = first[len(EVIDENCE_LINE):].lstrip(":").strip()
+    if topic:
+        mystnb["code_prompt_show"] = f"How we know: {topic}"
+        mystnb["code_prompt_hide"] = "Hide the check"
+    else:
+        mystnb.pop("code_prompt_show", None)
+        mystnb.pop("code_prompt_hide", None)
+        if not mystnb:
+            del cell["metadata"]["mystnb"]
 
 
 def strip_widget_views(nb: dict) -> None:
