@@ -1,0 +1,40 @@
+"""Numbers glued into the prose of the chapters read as numbers.
+
+myst-nb formats ``{glue:text}`name:.2f``` from the stored ``text/plain`` of
+the glued value. A NumPy scalar stores its repr (``np.float64(2.11...)`` under
+NumPy 2), which the format cannot read: the book then shows nothing where the
+number should be. Every glued value must therefore be stored as a plain
+Python number or string (glue ``float(x)``, ``int(x)`` or a formatted string).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+GLUED = "application/papermill.record/text/plain"
+
+
+def glued_values(path: Path) -> dict[str, str]:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    found = {}
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name and GLUED in output.get("data", {}):
+                found[name] = "".join(output["data"][GLUED])
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_glued_values_are_plain(path: Path) -> None:
+    numpy_reprs = {k: v for k, v in glued_values(path).items() if v.startswith("np.")}
+    assert numpy_reprs == {}, f"glue float(x) or int(x), not a NumPy scalar: {numpy_reprs}"
+
+
+def test_the_check_sees_glued_values() -> None:
+    assert sum(len(glued_values(p)) for p in CHAPTERS) > 50
