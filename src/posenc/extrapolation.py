@@ -98,26 +98,32 @@ class ExtrapolationConfig:
     the smaller rate (both 0).
     """
 
+    # The model.
     vocab_size: int = 16
     d_model: int = 32
     n_heads: int = 4
     n_layers: int = 2
     base: float = 10_000.0
+    # The tasks: trained at one length, tested at these multiples of it.
     train_length: int = 16
     factors: tuple[int, ...] = (1, 2, 4)
     offset: int = 3
+    # Training and the choice of its learning rate.
     steps: int = 1000
     checkpoints: tuple[int, ...] = (250, 500, 1000)
     batch_size: int = 16
     learning_rates: tuple[float, ...] = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
     validation_seeds: tuple[int, ...] = (1000, 1001, 1002, 1003)
     seeds: tuple[int, ...] = tuple(range(20))
+    # Testing.
     n_test: int = 128
     test_seed: int = 12345
     validation_seed: int = 54321
+    # The rules that extend a rotary model, and its short fine-tune.
     finetune_steps: int = 50
     finetune_learning_rates: tuple[float, ...] = (3e-4, 1e-3, 3e-3, 1e-2)
     ntk_alphas: tuple[float, ...] = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+    # The verdicts.
     margin: float = 0.05
     rate_selection: str = "accuracy"
     tie_band: float = 0.0

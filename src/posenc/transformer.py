@@ -563,13 +563,13 @@ def train_causal(
     task: str,
     *,
     length: int,
+    vocab_size: int | None = None,
+    offset: int = 3,
+    data_seed: int = 1,
+    frequencies: Any = None,
     steps: int = 1500,
     batch_size: int = 32,
     learning_rate: float = 3e-3,
-    vocab_size: int | None = None,
-    offset: int = 3,
-    frequencies: Any = None,
-    data_seed: int = 1,
     progress: Callable[[int], None] | None = None,
 ) -> CausalHistory:
     """Train every copy in place with Adam on fresh batches of ``task`` of length ``length``.
