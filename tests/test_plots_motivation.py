@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from posenc import index_encoding, sinusoidal
 from posenc.plots import QUALITATIVE, distance_by_offset, pooled_vectors, property_grid
-from posenc.properties import PROPERTIES, PROPERTY_LABELS, property_table
+from posenc.properties import PROPERTIES, PROPERTY_LABELS, PROPERTY_MEASURES, property_table
 
 
 @pytest.fixture(autouse=True)
@@ -44,8 +44,11 @@ def test_grid_shows_the_verdicts(table):
 def test_grid_labels_rows_columns_and_sizes(table):
     ax = property_grid(table).axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == list(table.schemes)
-    assert [t.get_text() for t in ax.get_xticklabels()] == [PROPERTY_LABELS[p] for p in PROPERTIES]
-    assert "L = 8 positions" in ax.get_xlabel()
+    # each column names its property and what the number under the mark measures
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        f"{PROPERTY_LABELS[p]}\n({PROPERTY_MEASURES[p]})" for p in PROPERTIES
+    ]
+    assert "L_train = 8" in ax.get_xlabel()
     assert "d = 8 columns" in ax.get_xlabel()
     assert ax.get_ylabel()
     assert ax.get_title()

@@ -21,6 +21,7 @@ from posenc.properties import (
     CANDIDATE_SCHEMES,
     PROPERTIES,
     PROPERTY_LABELS,
+    PROPERTY_MEASURES,
     Check,
     PropertyTable,
     check_bounded,
@@ -405,6 +406,11 @@ def test_table_lookup_and_text():
         table.check("cosine", "bounded")
     with pytest.raises(ValueError, match="prop must be one of"):
         table.check("raw", "pretty")
+
+
+def test_every_property_names_what_its_value_measures():
+    assert set(PROPERTY_MEASURES) == set(PROPERTIES) == set(PROPERTY_LABELS)
+    assert all(PROPERTY_MEASURES[p] for p in PROPERTIES)
 
 
 def test_table_is_frozen():

@@ -47,6 +47,7 @@ __all__ = [
     "CANDIDATE_SCHEMES",
     "PROPERTIES",
     "PROPERTY_LABELS",
+    "PROPERTY_MEASURES",
     "Check",
     "PropertyTable",
     "check_bounded",
@@ -79,12 +80,24 @@ PROPERTY_LABELS = MappingProxyType(
         "bounded": "bounded",
         "distinct": "distinct codes",
         "proximity": "near close, far far",
-        "length_invariant": "same code at any L",
+        "length_invariant": "same code at any length",
         "deterministic": "deterministic",
-        "defined_beyond": "defined beyond L",
+        "defined_beyond": "defined past training length",
     }
 )
 """Short human-readable names of :data:`PROPERTIES`, for tables and figures."""
+
+PROPERTY_MEASURES = MappingProxyType(
+    {
+        "bounded": "max |entry|",
+        "distinct": "min distance",
+        "proximity": "agreement",
+        "length_invariant": "max change",
+        "deterministic": "max difference",
+        "defined_beyond": "positions coded",
+    }
+)
+"""What :attr:`Check.value` measures for each of :data:`PROPERTIES`, in a few words."""
 
 CANDIDATE_SCHEMES = MappingProxyType(
     {

@@ -27,7 +27,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from ..properties import PROPERTY_LABELS, PropertyTable
+from ..properties import PROPERTY_LABELS, PROPERTY_MEASURES, PropertyTable
 from ..validation import check_array
 from .style import CMAP_SEQUENTIAL, QUALITATIVE, detached
 
@@ -60,10 +60,12 @@ def property_grid(
 
     A cell is light with a tick (✓) where the scheme has the property and dark
     with a cross (✗) where it lacks it, so the verdict reads without colour
-    too; under the mark stands the measured number behind the verdict
-    (for "defined beyond L" the number of positions coded, "no code" where
-    the scheme raised). Colours are the two ends of
-    ``viridis``, with colour limits fixed at ``(0, 1)``.
+    too; under the mark stands the measured number behind the verdict, and
+    each column's label names what that number measures
+    (:data:`posenc.properties.PROPERTY_MEASURES`; for "defined past training
+    length" the number of positions coded, "no code" where the scheme
+    raised). Colours are the two ends of ``viridis``, with colour limits
+    fixed at ``(0, 1)``.
 
     A cell listed in ``not_applicable`` is drawn grey with "n/a" and a short
     note instead of its mark and number, for a verdict that does not apply
@@ -131,13 +133,22 @@ def property_grid(
                 fontsize=9,
                 color="black" if passed[r, c] else "white",
             )
-    ax.set_xticks(range(n_props), [PROPERTY_LABELS.get(p, p) for p in table.properties])
+    ax.set_xticks(
+        range(n_props),
+        [
+            f"{PROPERTY_LABELS.get(p, p)}\n({PROPERTY_MEASURES[p]})"
+            if p in PROPERTY_MEASURES
+            else PROPERTY_LABELS.get(p, p)
+            for p in table.properties
+        ],
+    )
     ax.set_yticks(range(n_schemes), list(table.schemes))
     ax.tick_params(axis="x", labelrotation=25)
     for label in ax.get_xticklabels():
         label.set_horizontalalignment("right")
     ax.set_xlabel(
-        f"property (checked at L = {table.length} positions, d = {table.d_model} columns)"
+        f"property (number: what it measures), training length L_train = {table.length}, "
+        f"d = {table.d_model} columns"
     )
     ax.set_ylabel("candidate position code")
     ax.set_title("Which position codes have which property")
