@@ -64,6 +64,20 @@ def is_up_to_date(name: str, master: Path, out: Path = DIST) -> bool:
     return min(student.stat().st_mtime, zips[0].stat().st_mtime) > newest_input
 
 
+#: Times otter assign is tried when its kernel lost a race for a port (see lost_kernel_race).
+KERNEL_RACE_ATTEMPTS = 3
+
+
+def lost_kernel_race(output: str) -> bool:
+    """Whether a failed otter assign only lost a race for a network port.
+
+    A kernel picks free ports and binds them a moment later; two builds started together
+    (``--jobs``) can pick the same port, and the second kernel dies with "Address already
+    in use". That failure says nothing about the assignment, so the build is tried again.
+    """
+    return "Address already in use" in output and "Kernel died" in output
+
+
 def build_one(name: str, master: Path, out: Path = DIST, *, run_tests: bool = True) -> float:
     """Run otter assign on one master notebook; return the seconds it took.
 
@@ -85,9 +99,14 @@ def build_one(name: str, master: Path, out: Path = DIST, *, run_tests: bool = Tr
     staging.mkdir(parents=True)
     command = [sys.executable, str(Path(__file__).resolve()), "--assign", str(master), str(staging)]
     command += [] if run_tests else ["--no-run-tests"]
-    with tempfile.TemporaryDirectory(prefix="assign-") as stub:
-        env = child_environment(Path(stub))
-        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    for _attempt in range(KERNEL_RACE_ATTEMPTS):
+        with tempfile.TemporaryDirectory(prefix="assign-") as stub:
+            env = child_environment(Path(stub))
+            done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+        if done.returncode == 0 or not lost_kernel_race(done.stdout + done.stderr):
+            break
+        shutil.rmtree(staging, ignore_errors=True)  # the failed attempt's partial output
+        staging.mkdir(parents=True)
     if done.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         raise RuntimeError(f"otter assign failed for {name}:\n{done.stdout}\n{done.stderr}")

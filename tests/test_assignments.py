@@ -721,3 +721,34 @@ def test_book_page_does_not_point_students_at_solutions() -> None:
     page = (ROOT / "assignments.md").read_text(encoding="utf-8").lower()
     assert "assignments/source" not in page and "autograder/" not in page
     assert "solution" not in page
+
+
+def test_a_build_that_lost_a_port_race_is_tried_again(tmp_path, monkeypatch):
+    """A kernel that died on "Address already in use" is a race between builds, not a
+    broken assignment: otter assign runs again; any other failure is reported at once."""
+    calls = []
+    race = "zmq.error.ZMQError: Address already in use\nRuntimeError: Kernel died before replying"
+
+    def fake_run(command, **kwargs):
+        calls.append(command)
+        staging = Path(command[command.index("--assign") + 2])
+        if len(calls) == 1:
+            return subprocess.CompletedProcess(command, 1, "", race)
+        (staging / "student").mkdir(parents=True, exist_ok=True)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(build.subprocess, "run", fake_run)
+    master = next(iter(build.masters().values()))
+    build.build_one("race", master, out=tmp_path, run_tests=False)
+    assert len(calls) == 2 and (tmp_path / "race" / "student").is_dir()
+
+    calls.clear()
+
+    def broken(command, **kwargs):
+        calls.append(command)
+        return subprocess.CompletedProcess(command, 1, "", "AssertionError: check q1 failed")
+
+    monkeypatch.setattr(build.subprocess, "run", broken)
+    with pytest.raises(RuntimeError, match="check q1 failed"):
+        build.build_one("broken", master, out=tmp_path, run_tests=False)
+    assert len(calls) == 1
