@@ -266,9 +266,8 @@ def test_the_evidence_layer_is_collapsed_as_in_the_book():
     assert "".join(check["source"]).startswith("# How we know\nassert")
     assert _flags(plot) == {"source_hidden": True, "outputs_hidden": True}
     assert "".join(plot["source"]).count("# How we know") == 1  # not added twice
-    # The caption of a hidden figure is collapsed with it, under the layer's name.
-    assert _flags(caption) == {"source_hidden": True}
-    assert "".join(caption["source"]).startswith("% How we know")
+    # The caption of a hidden figure stays rendered: references to its label need it.
+    assert _flags(caption) == {}
     assert _flags(out) == {"outputs_hidden": True}
     assert _flags(plain) == {}
     # The book's button names the check; a bare first line keeps the default label.

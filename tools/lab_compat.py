@@ -253,12 +253,10 @@ def caption_figures(cells: list[dict]) -> list[dict]:
         out.append(cell)
         figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
         if cell["cell_type"] == "code" and figure.get("name"):
-            caption = _caption_cell(figure)
-            if "hide-cell" in cell.get("metadata", {}).get("tags", []):
-                # The figure is in the evidence layer: its caption is collapsed with it.
-                caption["source"] = ["% How we know: the figure's caption\n", *caption["source"]]
-                caption["metadata"]["jupyter"] = {"source_hidden": True}
-            out.append(caption)
+            # Never collapsed, even under a hidden figure: JupyterLab does not render a
+            # collapsed Markdown cell, and a reference to the figure's label would then
+            # find nothing.
+            out.append(_caption_cell(figure))
     return out
 
 
