@@ -3,6 +3,7 @@
 import copy
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -300,3 +301,17 @@ def test_a_label_before_a_box_gets_a_stand_in():
     assert "#### Values between 0 and 1" in found["range-mistake"]
     assert found["range-mistake"].startswith("(range-mistake)=")
     assert "#### A passage" in found["loose-label"]
+
+
+def test_no_role_spans_a_line_break():
+    """jupyterlab-myst leaves a role such as {ref}`text <label>` unresolved when its text
+    runs over a line break (the book resolves it): keep each role on one line."""
+    split = []
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "markdown":
+                text = "".join(cell["source"])
+                pattern = r"\{(?:ref|numref|eq|doc|term|cite:[pt])\}`[^`]*\n[^`]*`"
+                split += [f"{path.name} {cell['id']}" for _ in re.findall(pattern, text)]
+    assert split == []
