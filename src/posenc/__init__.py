@@ -17,7 +17,10 @@ Submodules are named by what they hold:
   offsets, T5's buckets, ALiBi's slopes (chapter 6);
 * :mod:`posenc.tables`: small tables shown as HTML in the book and as text;
 * :mod:`posenc.scaling`: context extension of rotary embeddings (chapter 7);
-* :mod:`posenc.validation`: the argument checks every public function uses.
+* :mod:`posenc.validation`: the argument checks every public function uses;
+* :mod:`posenc.torch`: the PyTorch companion (chapter 8), modules for each
+  method, tested against the executed Hugging Face ``transformers`` code.
+  Importing ``posenc`` never imports it, so nothing above needs torch.
 """
 
 from .attention import causal_mask, self_attention, softmax
