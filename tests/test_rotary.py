@@ -15,6 +15,7 @@ from posenc.rotary import (
     layout_permutation,
     rope_decay_bound,
     rotary_angles,
+    rotary_frequencies,
     rotary_score,
 )
 
@@ -209,7 +210,13 @@ def test_decay_bound_decays_on_average():
     [
         (lambda: apply_rotary(np.ones((2, 3))), ValueError, "even"),
         (lambda: apply_rotary(np.ones(4)), ValueError, "length, d"),
-        (lambda: apply_rotary(np.ones((2, 4)), [0, 1, 2]), ValueError, "positions must have shape"),
+        (lambda: apply_rotary(np.ones((2, 4)), [0, 1, 2]), ValueError, "must have 2 entries"),
+        (lambda: apply_rotary(np.ones((2, 4)), [[0, 1]]), ValueError, "batch"),
+        (lambda: apply_rotary(np.ones((3, 2, 4)), [[0, 1]] * 2), ValueError, "same batch"),
+        (lambda: apply_rotary(np.ones((2, 4)), rotary_dim=6), ValueError, r"in \[2, 4\]"),
+        (lambda: apply_rotary(np.ones((2, 4)), rotary_dim=3), ValueError, "rotary_dim must be an"),
+        (lambda: apply_rotary(np.ones((2, 4)), angle_dtype="int8"), ValueError, "dtype"),
+        (lambda: apply_rotary(np.ones((2, 4)), frequencies="torch"), ValueError, "frequencies"),
         (lambda: apply_rotary(np.ones((2, 4)), [0.0, 1.0]), TypeError, "integers"),
         (lambda: apply_rotary(np.ones((2, 4)), layout="halves"), ValueError, "layout"),
         (lambda: apply_rotary(np.ones((2, 4)), base=0.0), ValueError, "base"),
@@ -217,7 +224,9 @@ def test_decay_bound_decays_on_average():
         (lambda: apply_rotary([["a", "b"]]), TypeError, "x must be"),
         (lambda: apply_rotary(np.full((2, 4), np.nan)), ValueError, "finite"),
         (lambda: rotary_angles([0], 4, dtype="float8"), ValueError, "dtype"),
-        (lambda: rotary_angles([[0]], 4), ValueError, "1 dimension"),
+        (lambda: rotary_angles([[[0]]], 4), ValueError, r"\(length,\) or \(batch, length\)"),
+        (lambda: rotary_frequencies(4, frequencies="exact"), ValueError, "nearest"),
+        (lambda: rotary_frequencies(4, 1e39, frequencies="transformers"), ValueError, "float32"),
         (lambda: rotary_angles([70_000], 4, dtype="float16"), ValueError, "65504"),
         (lambda: rotary_angles([65_505], 4, dtype="float16"), ValueError, "float16"),
         (lambda: layout_permutation(5), ValueError, "even"),
@@ -228,3 +237,49 @@ def test_decay_bound_decays_on_average():
 def test_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_batched_positions_rotate_each_sequence_by_its_own_positions():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(3, 2, 5, 8))  # (batch, heads, length, d)
+    pos = np.array([[0, 1, 2, 3, 4], [7, 8, 9, 10, 11], [4, 0, 9, 2, 1]])
+    for layout in ("interleaved", "split"):
+        out = apply_rotary(x, pos, base=500.0, layout=layout)
+        for b in range(3):
+            np.testing.assert_array_equal(
+                out[b], apply_rotary(x[b], pos[b], base=500.0, layout=layout)
+            )
+    angles = rotary_angles(pos, 8, 500.0)
+    assert angles.shape == (3, 5, 4)
+    np.testing.assert_array_equal(angles[1], rotary_angles(pos[1], 8, 500.0))
+
+
+def test_rotary_dim_rotates_the_leading_columns_only():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2, 6, 10))
+    pos = np.arange(40, 46)
+    out = apply_rotary(x, pos, rotary_dim=4, layout="split")
+    np.testing.assert_array_equal(out[..., 4:], x[..., 4:])
+    np.testing.assert_array_equal(out[..., :4], apply_rotary(x[..., :4], pos, layout="split"))
+    assert not np.allclose(out[..., :4], x[..., :4])
+
+
+def test_transformers_frequencies_are_float32_and_close_to_the_nearest():
+    for d, base in [(2, 10.0), (64, 10_000.0), (128, 500_000.0), (96, 1e6)]:
+        theta = rotary_frequencies(d, base, frequencies="transformers")
+        nearest = rotary_frequencies(d, base)
+        np.testing.assert_array_equal(theta, theta.astype(np.float32))
+        # Exponent, base, power and reciprocal each rounded: within (1 + ln b) float32 ulps.
+        np.testing.assert_allclose(theta, nearest, rtol=(2 + math.log(base)) * 2.0**-24)
+        assert theta[0] == 1.0
+    np.testing.assert_array_equal(rotary_frequencies(8, 100.0), posenc.frequencies(8, 100.0))
+
+
+def test_transformers_angles_in_float32_round_the_product_once():
+    pos = np.array([0, 1, 4095, 100_000])
+    theta32 = rotary_frequencies(128, 500_000.0, frequencies="transformers").astype(np.float32)
+    want = pos.astype(np.float32)[:, None] * theta32[None, :]  # float32 * float32 -> float32
+    got = rotary_angles(pos, 128, 500_000.0, dtype="float32", frequencies="transformers")
+    np.testing.assert_array_equal(got, want.astype(np.float64))
+    nearest = rotary_angles(pos, 128, 500_000.0, dtype="float32")
+    assert np.abs(np.cos(got[2]) - np.cos(nearest[2])).max() > 1e-5  # the two conventions differ

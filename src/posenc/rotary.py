@@ -13,7 +13,11 @@ depends on the offset only. This module holds
   the other; :func:`rotate_pairs`, its arithmetic for a given angle table in
   any precision (the model of chapter 7 rotates with it);
 * :func:`rotary_angles`, the angle table, also as a model computing it in
-  ``float32``, ``float16`` or ``bfloat16`` would (rounding included);
+  ``float32``, ``float16`` or ``bfloat16`` would (rounding included), for
+  positions of shape ``(length,)`` or ``(batch, length)``;
+* :func:`rotary_frequencies`, the frequencies themselves, either the float64
+  values nearest the exact ones or the float32 values Hugging Face
+  ``transformers`` computes (``frequencies="transformers"``);
 * :func:`rotary_score`, the score of a fixed pair ``q, k`` as a function of
   the offset, and :func:`rope_decay_bound`, the long-term decay bound of the
   RoFormer paper.
@@ -30,21 +34,27 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from .encodings import LAYOUTS, frequencies
+from .encodings import LAYOUTS
+from .encodings import frequencies as _nearest_frequencies
 from .validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
     "ANGLE_DTYPES",
+    "FREQUENCY_CONVENTIONS",
     "apply_rotary",
     "layout_permutation",
     "rope_decay_bound",
     "rotary_angles",
+    "rotary_frequencies",
     "rotary_score",
     "rotate_pairs",
 ]
 
 #: Number formats :func:`rotary_angles` can compute the angles in.
 ANGLE_DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+#: How :func:`rotary_frequencies` computes the frequencies.
+FREQUENCY_CONVENTIONS = ("nearest", "transformers")
 
 _NUMPY_DTYPES = {
     "float64": np.float64,
@@ -61,7 +71,9 @@ def _check_width(d: Any, name: str = "d") -> int:
     return d
 
 
-def _check_positions(positions: Any, length: int | None = None) -> np.ndarray:
+def _check_positions(
+    positions: Any, length: int | None = None, *, ndims: tuple[int, ...] = (1,)
+) -> np.ndarray:
     array = np.asarray(positions)
     if array.dtype == object or array.dtype.kind not in "iu":
         raise TypeError(
@@ -69,15 +81,83 @@ def _check_positions(positions: Any, length: int | None = None) -> np.ndarray:
             if len(repr(positions)) < 60
             else f"positions must be an array of integers, got dtype {array.dtype}"
         )
-    if array.ndim != 1:
-        raise ValueError(f"positions must have 1 dimension, got shape {array.shape}")
-    if length is not None and array.size != length:
+    if array.ndim not in ndims:
+        shapes = " or ".join(("(length,)", "(batch, length)")[n - 1] for n in ndims)
+        raise ValueError(f"positions must have shape {shapes}, got shape {array.shape}")
+    if length is not None and array.shape[-1] != length:
         raise ValueError(
-            f"positions must have shape ({length},) to match the length of x, got {array.shape}"
+            f"positions must have {length} entries on its last axis (the length of x), "
+            f"got shape {array.shape}"
         )
     if array.size and np.abs(array).max() > 2**52:
         raise ValueError("positions must lie in [-2**52, 2**52], where float64 holds integers")
     return array.astype(np.int64)
+
+
+def rotary_frequencies(
+    d: int, base: float = 10_000.0, *, frequencies: str = "nearest"
+) -> np.ndarray:
+    r"""The rotary frequencies :math:`\theta_i = b^{-2i/d}`, in one of two conventions.
+
+    ``frequencies="nearest"`` gives the float64 value nearest each exact
+    frequency (:func:`~posenc.frequencies`). ``frequencies="transformers"``
+    gives the float32 values Hugging Face ``transformers`` computes (its
+    default rotary embedding and every rule of ``ROPE_INIT_FUNCTIONS`` in
+    ``src/transformers/modeling_rope_utils.py`` start from them): the
+    exponent :math:`2i/d` rounded to float32, the base rounded to float32,
+    the power rounded to float32, then its reciprocal rounded to float32.
+    Those roundings move the frequency of pair ``i`` by up to about
+    :math:`(2i/d)\ln b` float32 units in the last place (ulps): at
+    ``d = 128``, ``b = 500,000`` 18 of the 64 float32 frequencies differ from
+    the float32 nearest the exact value, and the angle at position 4,095
+    with them.
+
+    The power here is the float32 nearest the float64 power; PyTorch's
+    float32 ``pow`` on CPU is not always correctly rounded. Over every even
+    ``d`` from 2 to 512 and 303 bases from 10 to 10**8 (about 10 million
+    frequencies; torch 2.13, CPU with AVX-512), 1.5 % of the frequencies
+    differ from PyTorch's by 1 or 2 ulps, and none by more; at the widths and
+    bases of the common models (``d`` in 64 ... 256, ``b`` in 10**4 ... 10**6)
+    at most one pair per head differs, by 1 ulp. NumPy's own float32 ``**``
+    is further off (21 % of the frequencies differ from PyTorch's), which is
+    why it is not used. For results that agree with ``transformers`` bit for
+    bit, use :func:`posenc.torch.rope_inv_freq`.
+
+    Parameters
+    ----------
+    d : int
+        Rotary width, even, ``>= 2`` (``int(head_dim * partial_rotary_factor)``
+        for a partial rotary model).
+    base : float
+        The base ``b``, finite and ``> 0``.
+    frequencies : {"nearest", "transformers"}
+        The convention.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(d // 2,)``, float64 (holding float32 values exactly with
+        ``"transformers"``).
+
+    Examples
+    --------
+    >>> rotary_frequencies(4, 100.0)
+    array([1. , 0.1])
+    >>> theta = rotary_frequencies(128, 500_000.0, frequencies="transformers")
+    >>> int((theta != rotary_frequencies(128, 500_000.0).astype(np.float32)).sum())
+    18
+    """
+    d = _check_width(d)
+    base = check_real("base", base, positive=True)
+    frequencies = check_choice("frequencies", frequencies, FREQUENCY_CONVENTIONS)
+    if frequencies == "nearest":
+        return _nearest_frequencies(d, base)
+    if base > float(np.finfo(np.float32).max):
+        raise ValueError(f"base must be at most the float32 maximum for 'transformers', got {base}")
+    exponent = np.arange(0, d, 2).astype(np.float32) / np.float32(d)
+    with np.errstate(over="ignore", under="ignore"):
+        power = (np.float64(np.float32(base)) ** exponent.astype(np.float64)).astype(np.float32)
+        return (np.float32(1.0) / power).astype(np.float64)
 
 
 def rotary_angles(
@@ -86,6 +166,7 @@ def rotary_angles(
     base: float = 10_000.0,
     *,
     dtype: str = "float64",
+    frequencies: str = "nearest",
 ) -> np.ndarray:
     r"""The rotation angles :math:`m\,\theta_i` with :math:`\theta_i = b^{-2i/d}`.
 
@@ -97,10 +178,18 @@ def rotary_angles(
     reports): the positions and the inverse frequencies are converted to
     ``dtype``, and their product is rounded to ``dtype``.
 
+    ``frequencies="transformers"`` starts from the float32 frequencies Hugging
+    Face ``transformers`` computes (:func:`rotary_frequencies`) instead of the
+    nearest ones; with ``dtype="float32"`` the table is then the one of its
+    rotary embeddings (``LlamaRotaryEmbedding.forward`` and its copies:
+    float32 positions times float32 frequencies, rounded to float32).
+
     Parameters
     ----------
     positions : array_like of int
-        Shape ``(length,)``.
+        Shape ``(length,)``, or ``(batch, length)`` (the ``position_ids`` of
+        a batch, e.g. positions continuing after a cache of earlier tokens).
+        Any integers, not only ``0, 1, ...``.
     d : int
         Head width, even, ``>= 2``.
     base : float
@@ -108,13 +197,16 @@ def rotary_angles(
     dtype : {"float64", "float32", "float16", "bfloat16"}
         The number format the angles are computed in (``bfloat16`` is
         ``ml_dtypes.bfloat16``).
+    frequencies : {"nearest", "transformers"}
+        Which frequencies (:func:`rotary_frequencies`); ``"nearest"`` by
+        default.
 
     Returns
     -------
     numpy.ndarray
-        Shape ``(length, d // 2)``, float64 (holding the ``dtype`` values
-        exactly); entry ``[k, i]`` is the angle of pair ``i`` at
-        ``positions[k]``, in radians.
+        Shape ``positions.shape + (d // 2,)``, float64 (holding the ``dtype``
+        values exactly); entry ``[..., k, i]`` is the angle of pair ``i`` at
+        ``positions[..., k]``, in radians.
 
     Examples
     --------
@@ -124,14 +216,16 @@ def rotary_angles(
            [2. , 0.2]])
     >>> float(rotary_angles([1857], 32, dtype="float16")[0, 1])
     1045.0
+    >>> rotary_angles([[0, 1], [7, 8]], 4, base=100.0).shape  # (batch, length, d/2)
+    (2, 2, 2)
     """
-    positions = _check_positions(positions)
+    positions = _check_positions(positions, ndims=(1, 2))
     d = _check_width(d)
     base = check_real("base", base, positive=True)
     dtype = check_choice("dtype", dtype, ANGLE_DTYPES)
-    theta = frequencies(d, base)
+    theta = rotary_frequencies(d, base, frequencies=frequencies)
     if dtype == "float64":
-        return positions[:, None] * theta[None, :]
+        return positions[..., None] * theta
     kind = _NUMPY_DTYPES[dtype]
     # Each operand is rounded to the format; the product of two such numbers is
     # exact in float64 (at most 2 x 24 significant bits), so one rounding to
@@ -144,7 +238,7 @@ def rotary_angles(
         )
     m = positions.astype(np.float64).astype(kind).astype(np.float64)
     t = theta.astype(kind).astype(np.float64)
-    return (m[:, None] * t[None, :]).astype(kind).astype(np.float64)
+    return (m[..., None] * t).astype(kind).astype(np.float64)
 
 
 def layout_permutation(d: int) -> np.ndarray:
@@ -189,6 +283,9 @@ def apply_rotary(
     *,
     base: float = 10_000.0,
     layout: str = "interleaved",
+    rotary_dim: int | None = None,
+    angle_dtype: str = "float64",
+    frequencies: str = "nearest",
 ) -> np.ndarray:
     r"""Rotate every row of ``x`` by its position: rotary position embedding.
 
@@ -209,10 +306,17 @@ def apply_rotary(
     (huggingface/transformers,
     ``src/transformers/models/llama/modeling_llama.py``). The two layouts
     differ by a fixed permutation of the columns (:func:`layout_permutation`).
-    The formula here follows those references; it is not compared with them
-    in a test, as none of them installs without a deep-learning framework
-    (keras-hub's ``RotaryEmbedding`` layer, for one, requires
-    ``tensorflow-text`` and so TensorFlow on Linux).
+    ``tests/test_transformers_numpy.py`` compares it with the executed
+    ``transformers`` code: Llama's ``apply_rotary_pos_emb`` (split), GPT-J's
+    (interleaved, partial) and GPT-NeoX's (split, partial).
+
+    ``rotary_dim`` rotates the first ``rotary_dim`` columns only and passes
+    the rest through, as GPT-J (``rotary_dim``) and GPT-NeoX
+    (``rotary_pct``, ``partial_rotary_factor``) do; the layout then applies
+    within those columns and the frequencies are those of width
+    ``rotary_dim``. ``angle_dtype`` and ``frequencies`` choose how the angle
+    table is computed (:func:`rotary_angles`); ``angle_dtype="float32",
+    frequencies="transformers"`` is the table of ``transformers``.
 
     Parameters
     ----------
@@ -220,14 +324,24 @@ def apply_rotary(
         Queries or keys, shape ``(..., length, d)`` with ``d`` even; every
         leading axis (batch, head) is rotated alike.
     positions : array_like of int, optional
-        Shape ``(length,)``, the position of each row; ``0, ..., length - 1``
-        by default.
+        Shape ``(length,)``, the position of each row, ``0, ..., length - 1``
+        by default; or ``(batch, length)``, one row of positions per entry of
+        the first axis of ``x`` (which then has shape
+        ``(batch, ..., length, d)``), as ``transformers``' ``position_ids``.
+        Any integers: positions continuing after a cache are fine.
     base : float
         The base ``b``, finite and ``> 0`` (10,000 in RoFormer and Llama 2;
         500,000 in Llama 3).
     layout : {"interleaved", "split"}
         Which columns form a pair, the vocabulary of
         :func:`~posenc.sinusoidal`.
+    rotary_dim : int, optional
+        How many leading columns are rotated, even, ``2 <= rotary_dim <= d``;
+        all ``d`` by default.
+    angle_dtype : {"float64", "float32", "float16", "bfloat16"}
+        The format of the angle table (``dtype`` of :func:`rotary_angles`).
+    frequencies : {"nearest", "transformers"}
+        The frequencies (:func:`rotary_frequencies`).
 
     Returns
     -------
@@ -237,8 +351,9 @@ def apply_rotary(
     Raises
     ------
     ValueError
-        If ``d`` is odd, ``x`` has fewer than 2 dimensions, or ``positions``
-        has the wrong shape.
+        If ``d`` or ``rotary_dim`` is odd, ``x`` has fewer than 2 dimensions
+        (3 with positions of shape ``(batch, length)``), or ``positions`` has
+        the wrong shape.
 
     Examples
     --------
@@ -250,6 +365,13 @@ def apply_rotary(
     Traceback (most recent call last):
         ...
     ValueError: d (the last axis of x) must be an even integer >= 2 (pairs of columns), got 3
+
+    A batch of two sequences, the second continuing after 5 cached tokens:
+
+    >>> x = np.ones((2, 3, 2, 4))  # (batch, heads, length, d)
+    >>> out = apply_rotary(x, [[0, 1], [5, 6]], base=100.0)
+    >>> bool(np.allclose(out[1], apply_rotary(x[1], [5, 6], base=100.0)))
+    True
     """
     x = check_array("x", x)
     if x.ndim < 2:
@@ -258,9 +380,30 @@ def apply_rotary(
     d = _check_width(d, "d (the last axis of x)")
     base = check_real("base", base, positive=True)
     layout = check_choice("layout", layout, LAYOUTS)
-    positions = np.arange(length) if positions is None else _check_positions(positions, length)
-    angles = rotary_angles(positions, d, base)
-    return rotate_pairs(x, np.cos(angles), np.sin(angles), layout=layout)
+    if rotary_dim is None:
+        rotary_dim = d
+    rotary_dim = _check_width(rotary_dim, "rotary_dim")
+    if rotary_dim > d:
+        raise ValueError(f"rotary_dim must be an even integer in [2, {d}] (d), got {rotary_dim}")
+    if positions is None:
+        positions = np.arange(length)
+    else:
+        positions = _check_positions(positions, length, ndims=(1, 2))
+    if positions.ndim == 2:
+        if x.ndim < 3 or x.shape[0] != positions.shape[0]:
+            raise ValueError(
+                "positions of shape (batch, length) need x of shape (batch, ..., length, d) "
+                f"with the same batch; got positions {positions.shape} and x {x.shape}"
+            )
+    angles = rotary_angles(
+        positions, rotary_dim, base, dtype=angle_dtype, frequencies=frequencies
+    )
+    if positions.ndim == 2:  # (batch, length, r/2) -> (batch, 1, ..., 1, length, r/2)
+        angles = angles.reshape(angles.shape[:1] + (1,) * (x.ndim - 3) + angles.shape[1:])
+    rotated = rotate_pairs(x[..., :rotary_dim], np.cos(angles), np.sin(angles), layout=layout)
+    if rotary_dim == d:
+        return rotated
+    return np.concatenate([rotated, x[..., rotary_dim:]], axis=-1)
 
 
 def rotate_pairs(x: Any, cos: Any, sin: Any, *, layout: str = "interleaved") -> np.ndarray:
