@@ -124,9 +124,14 @@ def rope_inv_freq(
     kind = check_choice("scaling['rope_type']", scaling.get("rope_type", "default"), ROPE_TYPES)
     exponent = torch.arange(0, dim, 2, dtype=torch.int64, device=device).float() / dim  # (r/2,)
     factor = 1.0
-    if kind != "default" and (kind != "longrope" or scaling.get("factor") is not None):
+    if kind in ("yarn", "longrope") and scaling.get("factor") is None:  # DeepSeek, Phi-3
+        mpe = _key(scaling, "max_position_embeddings", kind, minimum=1)
+        factor = mpe / _key(scaling, "original_max_position_embeddings", kind, minimum=1)
+    elif kind != "default":
         factor = _key(scaling, "factor", kind, minimum=1.0)
     if kind == "dynamic":
+        if dim < 4:
+            raise ValueError(f"the rotary width must be >= 4 for rope_type 'dynamic', got {dim}")
         mpe = int(_key(scaling, "max_position_embeddings", kind, minimum=1))
         if seq_len is None:
             seq_len = mpe
@@ -155,8 +160,6 @@ def rope_inv_freq(
         return _yarn(scaling, powers, dim, base, factor, device)
     if kind == "longrope":
         old = _key(scaling, "original_max_position_embeddings", kind, minimum=1)
-        if scaling.get("factor") is None:
-            factor = _key(scaling, "max_position_embeddings", kind, minimum=1) / old
         attention = scaling.get("attention_factor")
         if attention is None:
             attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(old))
