@@ -6,14 +6,18 @@ value becomes a JSON tree plus a list of NumPy arrays, packed into one ``.npz`` 
 
 What can be encoded: ``None``, ``bool``, ``int``, ``float`` (NaN and infinities included),
 ``complex``, ``str``, ``bytes``, ``Ellipsis``; NumPy scalars and arrays of numbers, booleans
-or strings (their dtype is kept, so ``np.float64(1)`` stays a NumPy scalar); lists, tuples,
-sets and dictionaries of these (any encodable, hashable keys); and functions of ``posenc``
-or ``numpy`` by name (``posenc.sinusoidal``), which the other side looks up in its own copy
+or strings (their dtype is kept, so ``np.float64(1)`` stays a NumPy scalar); PyTorch tensors
+of numbers or booleans, detached and moved to the CPU (their dtype is kept; a dtype NumPy
+has no equivalent of, such as bfloat16, is not encoded); lists, tuples, sets and
+dictionaries of these (any encodable, hashable keys); and functions of ``posenc`` or
+``numpy`` by name (``posenc.sinusoidal``), which the other side looks up in its own copy
 of the package. Anything else becomes an :class:`Unsupported` stand-in that names the type,
 so a check that receives it fails with a clear message instead of the grader crashing.
 
 This file is copied into the sandbox and must import nothing but the standard library and
-NumPy.
+NumPy at the top: PyTorch is imported only to decode a tensor (a value that holds one was
+made where PyTorch is installed), and a tensor is recognised on encoding only if the
+encoding process has imported PyTorch already.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import importlib
 import io
 import json
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -63,6 +68,22 @@ def _function_name(value: Any) -> str | None:
     return f"{module}:{name}"
 
 
+def _is_tensor(value: Any) -> bool:
+    """True for a PyTorch tensor (a ``Parameter`` included), without importing PyTorch."""
+    torch = sys.modules.get("torch")
+    tensor = getattr(torch, "Tensor", None)
+    return isinstance(tensor, type) and isinstance(value, tensor)
+
+
+def _tensor_array(value: Any) -> np.ndarray | None:
+    """The values of a tensor as a NumPy array of the same dtype, or None if it has none."""
+    try:
+        array = value.detach().cpu().resolve_conj().resolve_neg().numpy()
+    except Exception:  # bfloat16, quantised or meta tensors have no NumPy equivalent
+        return None
+    return np.array(array, copy=True) if array.dtype.kind in "biufc" else None
+
+
 def encode(value: Any, arrays: list[np.ndarray], depth: int = 0) -> Any:
     """The JSON tree of ``value``; arrays are appended to ``arrays`` and referenced by index."""
     if depth > MAX_DEPTH:
@@ -88,6 +109,12 @@ def encode(value: Any, arrays: list[np.ndarray], depth: int = 0) -> Any:
             return {"t": "unsupported", "v": f"NumPy array of dtype {array.dtype}"}
         arrays.append(array if isinstance(value, np.ndarray) else array.reshape(()))
         return {"t": "array" if isinstance(value, np.ndarray) else "scalar", "i": len(arrays) - 1}
+    if _is_tensor(value):
+        array = _tensor_array(value)
+        if array is None:
+            return {"t": "unsupported", "v": f"PyTorch tensor of dtype {value.dtype}"}
+        arrays.append(array)
+        return {"t": "tensor", "i": len(arrays) - 1}
     if type(value) in (list, tuple, set, frozenset):
         items = [encode(item, arrays, depth + 1) for item in value]
         return {"t": type(value).__name__, "v": items}
@@ -126,6 +153,13 @@ def decode(tree: Any, arrays: list[np.ndarray]) -> Any:
             return arrays[tree["i"]].copy()
         if kind == "scalar":
             return arrays[tree["i"]][()]
+        if kind == "tensor":
+            array = arrays[tree["i"]]
+            if array.dtype.kind not in "biufc":
+                raise CodecError(f"a tensor of dtype {array.dtype}")
+            import torch
+
+            return torch.from_numpy(array.copy())
         if kind in ("list", "tuple", "set", "frozenset"):
             items = [decode(item, arrays) for item in tree["v"]]
             return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[kind](items)
@@ -192,6 +226,10 @@ def close(a: Any, b: Any, depth: int = 0) -> bool:
     """
     if depth > MAX_DEPTH or type(a) is not type(b):
         return False
+    if _is_tensor(a):
+        a, b = _tensor_array(a), _tensor_array(b)
+        if a is None or b is None:
+            return False
     if isinstance(a, np.ndarray) or isinstance(a, np.generic):
         a, b = np.asarray(a), np.asarray(b)
         if a.shape != b.shape or a.dtype != b.dtype:

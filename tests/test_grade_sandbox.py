@@ -71,6 +71,39 @@ def test_codec_matches_calls_up_to_rounding() -> None:
     assert not answer_codec.close(((1,), {}), ((1.0,), {}))
 
 
+def test_codec_carries_torch_tensors_as_data() -> None:
+    """Tensors leave the sandbox as arrays and come back as tensors of the same dtype and
+    values, detached; a dtype NumPy lacks becomes a stand-in; calls on tensors match."""
+    torch = pytest.importorskip("torch")
+    values = [torch.arange(6, dtype=torch.float32).reshape(2, 3),
+              torch.tensor([[0, 1], [1, 1]]), torch.tensor([True, False]),
+              torch.nn.Parameter(torch.ones(2, dtype=torch.float64)),
+              torch.tensor([1 + 2j]), torch.zeros(0, 4)]
+    for value in values:
+        back = answer_codec.unpack(answer_codec.pack({"x": [value]}))["x"][0]
+        assert type(back) is torch.Tensor and back.dtype == value.dtype
+        assert not back.requires_grad and torch.equal(back, value.detach())
+    odd = answer_codec.unpack(answer_codec.pack(torch.ones(2, dtype=torch.bfloat16)))
+    assert odd == answer_codec.Unsupported("PyTorch tensor of dtype torch.bfloat16")
+    a = ((torch.tensor([1.0, 2.0], dtype=torch.float64),), {})
+    b = ((torch.tensor([1.0, 2.0 + 1e-15], dtype=torch.float64),), {})
+    assert answer_codec.key(a) != answer_codec.key(b) and answer_codec.close(a, b)
+    assert answer_codec.key(a) != answer_codec.key(((np.array([1.0, 2.0]),), {}))
+    assert not answer_codec.close(a, ((torch.tensor([1.0, 2.1], dtype=torch.float64),), {}))
+    bad = {"t": "tensor", "i": 0}
+    with pytest.raises(answer_codec.CodecError, match="a tensor of dtype"):
+        answer_codec.decode(bad, [np.array(["a"])])
+
+
+def test_codec_module_imports_no_torch() -> None:
+    """The codec is copied into every sandbox: importing it costs no PyTorch import."""
+    code = (f"import sys; sys.path.insert(0, {str(ASSIGNMENTS)!r}); import answer_codec; "
+            "answer_codec.unpack(answer_codec.pack([1.0])); print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
+
+
 def test_replay_returns_copies_and_raises_like_the_answer() -> None:
     calls = [((np.arange(3),), {}), ((-1,), {}), ((2,), {})]
     outcomes = [{"ok": True, "value": np.ones(3)},
