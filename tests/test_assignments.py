@@ -533,6 +533,200 @@ def test_assignment_7_public_checks_refuse_posenc_shortcuts() -> None:
     assert np.allclose(scale_factors(8, method="linear", factor=2.0), 2.0)
 
 
+#: Right answers to assignment 8, written differently from the solutions (loops, other
+#: tensor operations, a dict built field by field).
+A8_HONEST = {
+    "def llama3_inv_freq": (
+        "def llama3_inv_freq(inv_freq, factor, low_freq_factor, high_freq_factor,\n"
+        "                    original_max):\n"
+        "    wavelen = 2 * math.pi / inv_freq\n"
+        "    low_wavelen = original_max / low_freq_factor\n"
+        "    high_wavelen = original_max / high_freq_factor\n"
+        "    out = inv_freq.clone()\n"
+        "    for i in range(inv_freq.shape[0]):\n"
+        "        if wavelen[i] > low_wavelen:\n"
+        "            out[i] = inv_freq[i] / factor\n"
+        "        elif wavelen[i] >= high_wavelen:\n"
+        "            mu = (original_max / wavelen[i] - low_freq_factor) / (\n"
+        "                high_freq_factor - low_freq_factor)\n"
+        "            out[i] = (1 - mu) * inv_freq[i] / factor + mu * inv_freq[i]\n"
+        "    return out\n"
+    ),
+    "def position_ids_from_mask": (
+        "def position_ids_from_mask(attention_mask):\n"
+        "    ids = attention_mask.long().cumsum(-1) - 1\n"
+        "    return ids.masked_fill(attention_mask == 0, 1).clamp(0, ids.shape[-1] - 1)\n\n\n"
+        "def position_ids_from_documents(document_ids):\n"
+        "    out = torch.zeros(document_ids.shape, dtype=torch.int64)\n"
+        "    for b in range(document_ids.shape[0]):\n"
+        "        for t in range(1, document_ids.shape[1]):\n"
+        "            if document_ids[b, t] == document_ids[b, t - 1]:\n"
+        "                out[b, t] = out[b, t - 1] + 1\n"
+        "    return out\n"
+    ),
+    "def to_halves": (
+        "def to_halves(w, n_heads, rotary_dim=None):\n"
+        "    head_dim = w.shape[0] // n_heads\n"
+        "    r = rotary_dim or head_dim\n"
+        "    heads = w.reshape(n_heads, head_dim, -1)\n"
+        "    rot = heads[:, :r].reshape(n_heads, r // 2, 2, -1).transpose(1, 2)\n"
+        "    rot = rot.reshape(n_heads, r, -1)\n"
+        "    return torch.cat([rot, heads[:, r:]], dim=1).reshape(w.shape)\n"
+    ),
+    "def extend_config": (
+        "import copy\n\n\n"
+        "def extend_config(config, new_length, rope_type):\n"
+        "    out = copy.deepcopy(config)\n"
+        "    rope = out['rope_parameters']\n"
+        "    rope['rope_type'] = rope_type\n"
+        "    rope['factor'] = new_length / config['max_position_embeddings']\n"
+        "    if rope_type != 'linear':\n"
+        "        rope['original_max_position_embeddings'] = config['max_position_embeddings']\n"
+        "    if rope_type == 'llama3':\n"
+        "        rope['low_freq_factor'], rope['high_freq_factor'] = 1, 4\n"
+        "    out['max_position_embeddings'] = new_length\n"
+        "    return out\n"
+    ),
+    "choice = ...": (
+        'choice = "b"\n'
+        'reason = "dynamic changes the base as the input grows, so cached keys go stale"\n'
+    ),
+}
+#: Typical mistakes, one per question: the trained length hard-coded as 8192 (q1), left
+#: padding assumed (q2), the partial rotary width ignored (q3), no
+#: original_max_position_embeddings (q4), and the wrong choice (q5).
+A8_MISTAKES = {
+    "def llama3_inv_freq": A8_HONEST["def llama3_inv_freq"].replace(
+        "original_max / ", "8192 / ").replace("(original_max / wavelen", "(8192 / wavelen"),
+    "def position_ids_from_mask": A8_HONEST["def position_ids_from_mask"].replace(
+        "    ids = attention_mask.long().cumsum(-1) - 1\n",
+        "    pads = (attention_mask == 0).long().sum(-1, keepdim=True)\n"
+        "    ids = torch.arange(attention_mask.shape[-1]) - pads\n"),
+    "def to_halves": A8_HONEST["def to_halves"].replace(
+        "r = rotary_dim or head_dim", "r = head_dim"),
+    "def extend_config": A8_HONEST["def extend_config"].replace(
+        "    if rope_type != 'linear':\n"
+        "        rope['original_max_position_embeddings'] = config['max_position_embeddings']\n",
+        ""),
+    "choice = ...": (
+        'choice = "c"\nreason = "both rules reach usable frequencies at the new length"\n'
+    ),
+}
+#: One call of a library function per question 1 and 3, which the graded run refuses.
+A8_SHORTCUTS = {
+    **A8_HONEST,
+    "def llama3_inv_freq": (
+        "from transformers import LlamaConfig\n"
+        "from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS\n\n\n"
+        "def llama3_inv_freq(inv_freq, factor, low_freq_factor, high_freq_factor,\n"
+        "                    original_max):\n"
+        "    theta = float(1 / inv_freq[1]) ** (inv_freq.shape[0] / 1)\n"
+        "    config = LlamaConfig(hidden_size=2 * inv_freq.shape[0], num_attention_heads=1,\n"
+        "        rope_parameters={'rope_type': 'llama3', 'rope_theta': theta,\n"
+        "        'factor': factor, 'low_freq_factor': low_freq_factor,\n"
+        "        'high_freq_factor': high_freq_factor,\n"
+        "        'original_max_position_embeddings': original_max})\n"
+        "    return ROPE_INIT_FUNCTIONS['llama3'](config, None)[0]\n"
+    ),
+    "def to_halves": (
+        "from posenc.rotary import layout_permutation\n\n\n"
+        "def to_halves(w, n_heads, rotary_dim=None):\n"
+        "    head_dim = w.shape[0] // n_heads\n"
+        "    order = torch.as_tensor(layout_permutation(head_dim))\n"
+        "    rows = (torch.arange(n_heads)[:, None] * head_dim + order).reshape(-1)\n"
+        "    return w[rows]\n"
+    ),
+}
+#: Wrong answers behind every patch a notebook could try on its own process: torch's
+#: comparisons, transformers' reference rule, posenc.torch, otter, the test files.
+A8_HOSTILE = {
+    "def llama3_inv_freq": (
+        "import glob\n"
+        "import os\n\n"
+        "import transformers.modeling_rope_utils as rope_utils\n\n"
+        "torch.allclose = lambda *a, **k: True\n"
+        "torch.equal = lambda *a, **k: True\n"
+        "torch.Tensor.__eq__ = lambda self, other: torch.ones((), dtype=torch.bool)\n"
+        "torch.Tensor.all = lambda self, *a, **k: torch.ones((), dtype=torch.bool)\n"
+        "rope_utils.ROPE_INIT_FUNCTIONS['llama3'] = lambda *a, **k: (torch.zeros(64), 1.0)\n"
+        "pt.RotaryEmbedding.forward = lambda self, q, k, p: (q, k)\n"
+        "os.makedirs('tests', exist_ok=True)\n"
+        "for path in glob.glob('tests/*.py') + ['tests/q1.py']:\n"
+        "    with open(path, 'w') as handle:\n"
+        "        handle.write('OK_FORMAT = False\\nname = \"q1\"\\npoints = 100\\n')\n\n\n"
+        "class Always(torch.Tensor):\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n\n\n"
+        "def llama3_inv_freq(inv_freq, factor, low_freq_factor, high_freq_factor,\n"
+        "                    original_max):\n"
+        "    return torch.zeros_like(inv_freq).as_subclass(Always)\n"
+    ),
+    "def position_ids_from_mask": (
+        "def position_ids_from_mask(attention_mask):\n"
+        "    return torch.zeros_like(attention_mask, dtype=torch.int64)\n\n\n"
+        "def position_ids_from_documents(document_ids):\n"
+        "    return torch.zeros_like(document_ids, dtype=torch.int64)\n"
+    ),
+    "def to_halves": (
+        "def to_halves(w, n_heads, rotary_dim=None):\n"
+        "    return torch.zeros_like(w)\n"
+    ),
+    "def extend_config": (
+        "import grader_update  # noqa: a module that does not exist in the sandbox\n"
+    ),
+    "choice = ...": (
+        "from otter import Notebook\n\n"
+        "Notebook().update_score = None\n"
+        'choice = "a"\n'
+        'reason = "the grader was patched so this should not matter"\n'
+    ),
+}
+
+def test_assignment_8_grades_mistakes_refuses_shortcuts_and_ignores_patches(
+    built: Path, tmp_path: Path
+) -> None:
+    """Four submissions of assignment 8, whose answers are PyTorch tensors checked against
+    transformers outside the sandbox: right answers written differently score full marks;
+    one typical mistake per question loses that question's hidden check (each question can
+    lose points); a transformers or posenc call that answers questions 1 and 3 is refused;
+    and wrong answers behind patched torch comparisons, a patched transformers rule,
+    rewritten test files and a tensor subclass that claims equality score nothing."""
+    name = "08_from_numpy_to_your_model"
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    nbformat.write(answered(built, name, A8_HONEST), folder / "honest.ipynb")
+    nbformat.write(answered(built, name, {**A8_HONEST, **A8_MISTAKES}),
+                   folder / "mistakes.ipynb")
+    nbformat.write(answered(built, name, A8_SHORTCUTS), folder / "shortcuts.ipynb")
+    nbformat.write(answered(built, name, A8_HOSTILE), folder / "hostile.ipynb")
+    questions, rows, _ = grade.grade_folder(folder, name, dist=built, jobs=2)
+    assert [(q.name, q.points) for q in questions] == [
+        ("q1", 3), ("q2", 3), ("q3", 3), ("q4", 2), ("q5", 1)]
+    got = {row.submission: row for row in rows}
+    assert all(row.status == "graded" for row in rows), [r.reasons for r in rows]
+    assert got["honest.ipynb"].scores == {"q1": 3, "q2": 3, "q3": 3, "q4": 2, "q5": 1}, (
+        got["honest.ipynb"].reasons)
+    # q1 fails the hidden check on other trained lengths and the partial head (1 of 3); q2
+    # only the random masks (3 of 4 checks); q3 the partial rotary check (2 of 3); q4 the
+    # transformers check (1 of 2); q5 the choice.
+    mistakes = got["mistakes.ipynb"]
+    expected = {"q1": 1, "q2": 2.25, "q3": 2, "q4": 1, "q5": 0}
+    assert mistakes.scores == pytest.approx(expected, abs=1e-9), mistakes.reasons
+    text = "; ".join(mistakes.reasons)
+    for reason in ("q1, hidden check", "q2, hidden check", "q3, hidden check",
+                   "q4, hidden check", "q5, hidden check"):
+        assert reason in text, text
+    shortcuts = got["shortcuts.ipynb"]
+    assert shortcuts.scores == {"q1": 0, "q2": 3, "q3": 0, "q4": 2, "q5": 1}, shortcuts.reasons
+    text = "; ".join(shortcuts.reasons)
+    for refused in ("transformers.modeling_rope_utils._compute_llama3_parameters is not "
+                    "allowed in this assignment: q1",
+                    "posenc.rotary.layout_permutation is not allowed in this assignment: q3"):
+        assert refused in text, text
+    hostile = got["hostile.ipynb"]
+    assert hostile.scores == {"q1": 0, "q2": 0, "q3": 0, "q4": 0, "q5": 0}, hostile.reasons
+
+
 def test_a_submission_that_never_ends_is_stopped_with_its_sandbox(
     built: Path, tmp_path: Path
 ) -> None:
