@@ -26,6 +26,10 @@ GPT-NeoX partial rotary                      9 (widths x partial factors)
 T5Attention._relative_position_bucket        988 settings, 806,688 offsets
 T5Attention.compute_bias                     8 (lengths x directions)
 Bloom build_alibi_tensor                     128 head counts (slopes), 40 biases
+Gemma3RotaryEmbedding, per layer type        2 (sliding and full attention)
+GPT-2 wpe lookup                             2 (default and given position_ids)
+rotary modules after .to(torch.bfloat16)     Llama (llama3, dynamic, longrope),
+                                             Gemma 3 (both layer types)
 ===========================================  ===================================
 
 The sizes of the frequency grid and the T5 grid are asserted in
@@ -550,3 +554,130 @@ def test_errors_name_the_argument_and_range(call, error, message):
 def test_importing_posenc_does_not_import_torch():
     code = "import posenc; import sys; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --------------------------------------------------------------------------
+# Configs with one rope_parameters dict per layer type (Gemma 3).
+
+
+def _tiny_gemma3():
+    return transformers.Gemma3TextConfig(
+        vocab_size=64, hidden_size=64, intermediate_size=64, num_hidden_layers=6,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        max_position_embeddings=128, rope_local_base_freq=20_000.0,
+        rope_scaling={"rope_type": "linear", "factor": 8.0},
+    )
+
+
+@pytest.mark.parametrize("layer_type", ("sliding_attention", "full_attention"))
+def test_from_config_per_layer_type_equals_gemma3(layer_type):
+    """Gemma 3's rotary module, run for each layer type: bit for bit."""
+    from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding
+
+    config = _tiny_gemma3()
+    positions = torch.arange(300)[None]
+    ref = Gemma3RotaryEmbedding(config)(torch.zeros(1, 300, 16), positions, layer_type)
+    ours = pt.RotaryEmbedding.from_config(config, layer_type=layer_type)
+    assert all(map(torch.equal, ours.cos_sin(positions), ref))
+    expected_base = {"sliding_attention": 20_000.0, "full_attention": 1e6}[layer_type]
+    assert ours.base == expected_base
+
+
+def test_from_config_asks_for_the_layer_type():
+    config = _tiny_gemma3()
+    with pytest.raises(ValueError, match="full_attention, sliding_attention"):
+        pt.RotaryEmbedding.from_config(config)
+    with pytest.raises(ValueError, match="got 'global'"):
+        pt.RotaryEmbedding.from_config(config, layer_type="global")
+    with pytest.raises(ValueError, match="single rope_parameters dict"):
+        pt.RotaryEmbedding.from_config(transformers.LlamaConfig(), layer_type="x")
+
+
+def test_learned_embedding_equals_a_gpt2_wpe_lookup():
+    """GPT-2 adds wpe(position_ids) to the token embeddings: same weights, same sums."""
+    gpt2 = transformers.GPT2Model(transformers.GPT2Config(
+        vocab_size=50, n_positions=32, n_embd=24, n_layer=1, n_head=2))
+    learned = pt.LearnedPositionalEmbedding(32, 24)
+    with torch.no_grad():
+        learned.code.weight.copy_(gpt2.wpe.weight)
+    tokens = torch.randint(0, 50, (2, 9))
+    x = gpt2.wte(tokens)
+    ids = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 7, 8], [0, 0, 0, 0, 1, 2, 3, 4, 5]])
+    for position_ids in (None, ids):
+        ref = x + gpt2.wpe(torch.arange(9)[None] if position_ids is None else position_ids)
+        assert torch.equal(learned(x, position_ids), ref)
+
+
+# --------------------------------------------------------------------------
+# restore_float32_rotary: a model cast to bfloat16 gets its own float32 rule back.
+
+
+def _llama(rope_parameters, mpe=16):
+    config = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=64, intermediate_size=64, num_hidden_layers=1,
+        num_attention_heads=4, max_position_embeddings=mpe,
+        rope_parameters={"rope_theta": 10_000.0, **rope_parameters},
+    )
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+def test_construction_in_bfloat16_keeps_float32_frequencies_and_to_casts_them():
+    config = _llama({"rope_type": "default"}).config
+    built = transformers.LlamaForCausalLM._from_config(config, dtype=torch.bfloat16)
+    assert built.model.embed_tokens.weight.dtype == torch.bfloat16
+    assert built.model.rotary_emb.inv_freq.dtype == torch.float32
+    cast = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
+    assert cast.model.rotary_emb.inv_freq.dtype == torch.bfloat16
+    assert cast.model.rotary_emb.original_inv_freq.dtype == torch.bfloat16
+
+
+def test_restore_keeps_the_scaling_rule():
+    rule = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 16}
+    model = _llama(rule, mpe=128)
+    reference = model.model.rotary_emb.inv_freq.clone()
+    model.to(torch.bfloat16)
+    assert pt.restore_float32_rotary(model) == ["model.rotary_emb"]
+    assert torch.equal(model.model.rotary_emb.inv_freq, reference)
+    default = pt.rope_inv_freq(16)[0]
+    assert not torch.equal(reference, default)  # the llama3 rule, not the default
+
+
+@pytest.mark.parametrize("rule", (
+    {"rope_type": "dynamic", "factor": 4.0},
+    {"rope_type": "longrope", "short_factor": [1.0] * 8,
+     "long_factor": [1.0 + i for i in range(8)], "original_max_position_embeddings": 16},
+))
+def test_restore_survives_dynamic_updates(rule):
+    """40 tokens then 8: dynamic resets to, longrope copies from, original_inv_freq."""
+    model = _llama(rule)
+    reference = model.model.rotary_emb.original_inv_freq.clone()
+    model.to(torch.bfloat16)
+    rot = model.model.rotary_emb
+    rot.inv_freq = reference.clone()  # overwriting inv_freq alone does not last
+    with torch.no_grad():
+        model(torch.zeros(1, 40, dtype=torch.long))
+        model(torch.zeros(1, 8, dtype=torch.long))
+    assert not torch.equal(rot.inv_freq.float(), reference)
+    pt.restore_float32_rotary(model)
+    rot = model.model.rotary_emb
+    with torch.no_grad():
+        model(torch.zeros(1, 40, dtype=torch.long))
+        model(torch.zeros(1, 8, dtype=torch.long))
+    assert rot.inv_freq.dtype == torch.float32
+    assert torch.equal(rot.inv_freq, reference)
+
+
+def test_restore_rebuilds_every_layer_type_of_gemma3():
+    torch.manual_seed(0)
+    model = transformers.Gemma3ForCausalLM(_tiny_gemma3()).eval()
+    names = [n for n, _ in model.model.rotary_emb.named_buffers()]
+    reference = dict(model.model.rotary_emb.named_buffers())
+    model.to(torch.bfloat16)
+    assert all(b.dtype == torch.bfloat16 for b in model.model.rotary_emb.buffers())
+    assert pt.restore_float32_rotary(model) == ["model.rotary_emb"]
+    restored = dict(model.model.rotary_emb.named_buffers())
+    assert sorted(restored) == sorted(names)
+    assert "full_attention_inv_freq" in restored
+    assert all(torch.equal(restored[n], reference[n]) for n in names)

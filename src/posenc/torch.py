@@ -41,6 +41,7 @@ __all__ = [
     "T5RelativeBias",
     "alibi_slopes",
     "apply_rotary",
+    "restore_float32_rotary",
     "rope_inv_freq",
     "t5_relative_bucket",
 ]
@@ -314,9 +315,30 @@ class RotaryEmbedding(nn.Module):
         )
 
     @classmethod
-    def from_config(cls, config: Any, *, layout: str = "halves") -> RotaryEmbedding:
-        """The rotary embedding of a transformers config (``LlamaConfig``, ``GPTNeoXConfig``...)."""
+    def from_config(
+        cls, config: Any, *, layout: str = "halves", layer_type: str | None = None
+    ) -> RotaryEmbedding:
+        """The rotary embedding of a transformers config (``LlamaConfig``, ``GPTNeoXConfig``...).
+
+        Configs that hold one ``rope_parameters`` dict per layer type (Gemma 3:
+        ``"sliding_attention"`` and ``"full_attention"``) need ``layer_type``,
+        the key of the dict to use; a ``ValueError`` names the keys otherwise.
+        """
         params = dict(getattr(config, "rope_parameters", None) or {})
+        per_type = sorted(k for k, v in params.items() if isinstance(v, dict))
+        if per_type:
+            if layer_type not in per_type:
+                raise ValueError(
+                    "this config holds one rope_parameters dict per layer type "
+                    f"({', '.join(per_type)}): pass layer_type= one of them, "
+                    f"got {layer_type!r}"
+                )
+            params = dict(params[layer_type])
+        elif layer_type is not None:
+            raise ValueError(
+                f"layer_type={layer_type!r} given, but this config holds a single "
+                "rope_parameters dict: leave layer_type out"
+            )
         base = params.pop("rope_theta", getattr(config, "rope_theta", 10_000.0))
         prf = params.pop("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0))
         head_dim = getattr(config, "head_dim", None)
@@ -363,6 +385,36 @@ class RotaryEmbedding(nn.Module):
         return apply_rotary(q, cos, sin, layout=self.layout), apply_rotary(
             k, cos, sin, layout=self.layout
         )
+
+
+def restore_float32_rotary(model: nn.Module) -> list[str]:
+    """Rebuild every ``transformers`` rotary module of ``model`` in float32; return their names.
+
+    ``model.to(torch.bfloat16)`` (or ``.half()``, ``.bfloat16()``) casts every
+    floating buffer, the rotary ``inv_freq`` and ``original_inv_freq``
+    included; ``from_pretrained(..., dtype=...)`` does not. Each module whose
+    class name ends in ``RotaryEmbedding`` and that keeps a ``config`` is
+    replaced by ``type(module)(module.config)`` on the same device: its own
+    rule (any ``rope_type``, partial rotary, one set per layer type as Gemma 3)
+    computes every ``*inv_freq`` buffer again in float32. Overwriting
+    ``inv_freq`` alone would not last: ``dynamic`` and ``longrope`` copy the
+    cast ``original_inv_freq`` back into it.
+
+    The module is built from the config as it is now: edit a config before
+    building the model, not after.
+    """
+    rebuilt = []
+    for name, parent in list(model.named_modules()):
+        for child_name, child in list(parent.named_children()):
+            if not (type(child).__name__.endswith("RotaryEmbedding") and hasattr(child, "config")):
+                continue
+            fresh = type(child)(child.config)
+            device = next(child.buffers(), None)
+            if device is not None:
+                fresh = fresh.to(device.device)
+            setattr(parent, child_name, fresh)
+            rebuilt.append(f"{name}.{child_name}" if name else child_name)
+    return rebuilt
 
 
 class _AddedPosition(nn.Module):
