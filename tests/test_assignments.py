@@ -701,16 +701,16 @@ def test_assignment_8_grades_mistakes_refuses_shortcuts_and_ignores_patches(
     nbformat.write(answered(built, name, A8_HOSTILE), folder / "hostile.ipynb")
     questions, rows, _ = grade.grade_folder(folder, name, dist=built, jobs=2)
     assert [(q.name, q.points) for q in questions] == [
-        ("q1", 3), ("q2", 3), ("q3", 3), ("q4", 2), ("q5", 1)]
+        ("q1", 3), ("q2", 3), ("q3", 2), ("q4", 2), ("q5", 1)]
     got = {row.submission: row for row in rows}
     assert all(row.status == "graded" for row in rows), [r.reasons for r in rows]
-    assert got["honest.ipynb"].scores == {"q1": 3, "q2": 3, "q3": 3, "q4": 2, "q5": 1}, (
+    assert got["honest.ipynb"].scores == {"q1": 3, "q2": 3, "q3": 2, "q4": 2, "q5": 1}, (
         got["honest.ipynb"].reasons)
     # q1 fails the hidden check on other trained lengths and the partial head (1 of 3); q2
-    # only the random masks (3 of 4 checks); q3 the partial rotary check (2 of 3); q4 the
+    # only the random masks (3 of 4 checks); q3 the partial rotary check (2 of 3 checks); q4 the
     # transformers check (1 of 2); q5 the choice.
     mistakes = got["mistakes.ipynb"]
-    expected = {"q1": 1, "q2": 2.25, "q3": 2, "q4": 1, "q5": 0}
+    expected = {"q1": 1, "q2": 2.25, "q3": 4 / 3, "q4": 1, "q5": 0}
     assert mistakes.scores == pytest.approx(expected, abs=1e-9), mistakes.reasons
     text = "; ".join(mistakes.reasons)
     for reason in ("q1, hidden check", "q2, hidden check", "q3, hidden check",
