@@ -423,15 +423,15 @@ def longrope_attention_factor(factor: float, original_length: int) -> float:
     r"""LongRoPE's attention factor :math:`\sqrt{1 + \ln s / \ln L}` (1 for :math:`s \le 1`).
 
     ``transformers`` multiplies the cosine and sine tables by it
-    (``_compute_longrope_parameters``), unless a config gives
-    ``attention_factor``; a config without ``factor`` (Phi-3) has
-    ``max_position_embeddings / original_max_position_embeddings`` as
-    :math:`s`.
+    (``_compute_longrope_parameters``) unless a config gives
+    ``attention_factor``. Phi-3's configs give no ``factor``: there
+    :math:`s` is the ratio of ``max_position_embeddings`` to
+    ``original_max_position_embeddings``.
 
     Parameters
     ----------
     factor : float
-        The extension :math:`s > 0`.
+        :math:`s > 0`, the new context over the trained one.
     original_length : int
         Training context :math:`L \ge 2`.
 
