@@ -2,8 +2,9 @@
 
 The slow steps start Jupyter kernels and run once per session, two at a time: building every
 assignment with otter assign (into a temporary folder), grading their solutions, executing
-the student notebooks, grading the fixture folder of sample submissions, and grading two
-submissions of assignment 7 (mistakes, and posenc shortcuts that the graded run refuses).
+the student notebooks, grading the fixture folder of sample submissions, and grading four
+submissions of assignment 7 (mistakes, posenc shortcuts that the graded run refuses, right
+answers in other types, and helps and hurts swapped).
 """
 
 from __future__ import annotations
@@ -280,10 +281,10 @@ A7_HONEST = {
         "    return (w * (back >= distance)).sum(axis=1) / w.sum(axis=1)\n"
     ),
     "heads_reaching_back = ...": (
-        "heads_reaching_back = int(np.sum(alibi_far_share(4, 63, 16) >= 0.05))\n"
+        "heads_reaching_back = int(np.sum(alibi_far_share(2, 1023, 128) >= 0.05))\n"
     ),
     "choice = ...": (
-        'choice = "b"\nreason = "NTK keeps the fastest pair, PI shrinks every angle"\n'
+        'choice = "b"\nreason = "YaRN keeps the fastest pair, PI slows every pair"\n'
     ),
 }
 A7_MISTAKES = {
@@ -335,14 +336,17 @@ A7_MISTAKES = {
         "    out[order] = np.minimum(scaled, 1)\n"
         "    return out\n"
     ),
+    # Right as code, but the rows come from the Welch interval above.
     "extension_rows, helps, hurts": (
-        "raw = {r: paired_interval(ACCURACY[r], ACCURACY['no scaling']) for r in RULES}\n"
+        "lp = {v: np.log(p) for v, p in PERPLEXITY.items()}\n"
+        "raw = {r: paired_interval(lp[r], lp['no scaling']) for r in RULES}\n"
         "adj = holm_adjust([raw[r][3] for r in RULES])\n"
         "extension_rows = {r: (*raw[r][:3], float(p)) for r, p in zip(RULES, adj)}\n"
-        "helps = {r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] > 0}\n"
-        "hurts = {r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] < 0}\n"
+        "helps = {r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] < 0}\n"
+        "hurts = {r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] > 0}\n"
     ),
-    "choice = ...": 'choice = "a"\nreason = "PI keeps every angle inside the trained range"\n',
+    # No pair turns 32 times within 128 bytes, so YaRN is taken to act as PI does.
+    "choice = ...": 'choice = "c"\nreason = "no pair reaches 32 turns, so YaRN is PI"\n',
 }
 A7_SHORTCUTS = {
     **A7_HONEST,
@@ -366,8 +370,8 @@ A7_SHORTCUTS = {
         "    original_length=LENGTH) > 1)) for m in ('linear', 'ntk', 'yarn')}\n"
     ),
     "def paired_interval": (
-        "from posenc.experiment import holm as holm_adjust\n"
-        "from posenc.extrapolation import paired_interval as _paired\n\n\n"
+        "from posenc.stats import holm as holm_adjust\n"
+        "from posenc.stats import paired_interval as _paired\n\n\n"
         "def paired_interval(a, b, confidence=0.95):\n"
         "    return _paired(np.asarray(a) - np.asarray(b), confidence)\n"
     ),
@@ -415,7 +419,8 @@ A7_OTHER_TYPES = {
         "    return list(share.astype(np.float32))\n"
     ),
     "heads_reaching_back = ...": (
-        "heads_reaching_back = float(np.sum(np.asarray(alibi_far_share(4, 63, 16)) >= 0.05))\n"
+        "heads_reaching_back = float(\n"
+        "    np.sum(np.asarray(alibi_far_share(2, 1023, 128)) >= 0.05))\n"
     ),
     "def paired_interval": (
         "def paired_interval(a, b, confidence=0.95):\n"
@@ -435,13 +440,29 @@ A7_OTHER_TYPES = {
         "    return out.tolist()\n"
     ),
     "extension_rows, helps, hurts": (
-        "raw = {r: paired_interval(ACCURACY[r], ACCURACY['no scaling']) for r in RULES}\n"
+        "lp = {v: np.log(np.asarray(p, dtype=np.float64)) for v, p in PERPLEXITY.items()}\n"
+        "raw = {r: paired_interval(lp[r], lp['no scaling']) for r in RULES}\n"
         "adj = holm_adjust([raw[r][3] for r in RULES])\n"
         "extension_rows = {r: [*raw[r][:3], p] for r, p in zip(RULES, adj)}\n"
-        "helps = frozenset(r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] > 0)\n"
-        "hurts = frozenset(r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] < 0)\n"
+        "helps = frozenset(r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] < 0)\n"
+        "hurts = frozenset(r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] > 0)\n"
     ),
     "choice = ...": A7_HONEST["choice = ..."],
+}
+
+
+#: Right answers to assignment 7 but one: a higher perplexity read as better, so that helps
+#: and hurts are swapped (the right answers help YaRN and hurt no rule).
+A7_DIRECTION = {
+    **A7_OTHER_TYPES,
+    "extension_rows, helps, hurts": (
+        "lp = {v: np.log(p) for v, p in PERPLEXITY.items()}\n"
+        "raw = {r: paired_interval(lp[r], lp['no scaling']) for r in RULES}\n"
+        "adj = holm_adjust([raw[r][3] for r in RULES])\n"
+        "extension_rows = {r: (*raw[r][:3], float(p)) for r, p in zip(RULES, adj)}\n"
+        "helps = {r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] > 0}\n"
+        "hurts = {r for r, x in extension_rows.items() if x[3] < 0.05 and x[0] < 0}\n"
+    ),
 }
 
 
@@ -459,17 +480,19 @@ def answered(built: Path, name: str, answers: dict[str, str]) -> nbformat.Notebo
 def test_assignment_7_grades_mistakes_and_refuses_posenc_shortcuts(
     built: Path, tmp_path: Path
 ) -> None:
-    """Three submissions of assignment 7 graded in the sandbox: typical mistakes lose what
+    """Four submissions of assignment 7 graded in the sandbox: typical mistakes lose what
     the public and hidden checks designed for them catch (each check tests one answer),
     answers that call the posenc functions a question asks for are refused, while their
-    honest answers keep full marks, and the right answers in other accepted types score
-    full marks."""
+    honest answers keep full marks, the right answers in other accepted types score
+    full marks, and helps and hurts swapped (a higher perplexity read as better) lose
+    the three checks of the direction."""
     name = "07_length_extrapolation"
     folder = tmp_path / "submissions"
     folder.mkdir()
     nbformat.write(answered(built, name, {**A7_HONEST, **A7_MISTAKES}), folder / "mistakes.ipynb")
     nbformat.write(answered(built, name, A7_SHORTCUTS), folder / "shortcuts.ipynb")
     nbformat.write(answered(built, name, A7_OTHER_TYPES), folder / "types.ipynb")
+    nbformat.write(answered(built, name, A7_DIRECTION), folder / "direction.ipynb")
     questions, rows, _ = grade.grade_folder(folder, name, dist=built, jobs=2)
     assert [(q.name, q.points) for q in questions] == [
         ("q1", 2), ("q2", 3), ("q3", 2), ("q4", 3), ("q5", 1)]
@@ -477,9 +500,11 @@ def test_assignment_7_grades_mistakes_and_refuses_posenc_shortcuts(
     mistakes, shortcuts = got["mistakes.ipynb"], got["shortcuts.ipynb"]
     # q1: PI passes its two checks, NTK fails its public and hidden one (2 of 4); q2: only
     # the hidden checks of yarn_range and yarn_divisors see the clamp (4 of 6); q3: the
-    # count passes its two checks, the shares fail theirs (2 of 4); q4: Holm, helps and
-    # hurts pass, the interval fails its two checks and the rows their hidden one (5 of 9);
-    # q5: the wrong choice scores nothing.
+    # count passes its two checks, the shares fail theirs (2 of 4); q4: Holm's two checks,
+    # the rows' and the sets' public ones and hurts pass; the interval fails its two checks,
+    # the rows their hidden one, and helps its hidden one, since the Welch p-values find no
+    # rule significant where the paired ones find YaRN (5 of 9); q5: the wrong choice ("c":
+    # YaRN taken for PI, as no pair turns 32 times within 128 bytes) scores nothing.
     assert mistakes.status == "graded", mistakes.reasons
     expected = {"q1": 1, "q2": 2, "q3": 1, "q4": 5 / 3, "q5": 0}
     assert mistakes.scores == pytest.approx(expected, abs=1e-9), mistakes.reasons
@@ -493,11 +518,19 @@ def test_assignment_7_grades_mistakes_and_refuses_posenc_shortcuts(
     text = "; ".join(shortcuts.reasons)
     for refused in ("posenc.scaling.scaled_frequencies is not allowed in this assignment: q1",
                     "posenc.scaling.yarn_correction_range is not allowed",
-                    "posenc.extrapolation.paired_interval is not allowed"):
+                    "posenc.stats.paired_interval is not allowed"):
         assert refused in text, text
     types = got["types.ipynb"]
     assert types.status == "graded", types.reasons
     assert types.scores == {"q1": 2, "q2": 3, "q3": 2, "q4": 3, "q5": 1}, types.reasons
+    # helps and hurts swapped: the public check of the sets against the submission's own
+    # rows and the hidden checks of helps and hurts fail, the other six pass (6 of 9).
+    direction = got["direction.ipynb"]
+    assert direction.status == "graded", direction.reasons
+    assert direction.scores == pytest.approx(
+        {"q1": 2, "q2": 3, "q3": 2, "q4": 2, "q5": 1}, abs=1e-9), direction.reasons
+    assert "q4, check 4: AssertionError: From your extension_rows" in "; ".join(
+        direction.reasons), direction.reasons
 
 
 def test_assignment_7_public_checks_refuse_posenc_shortcuts() -> None:
@@ -507,9 +540,8 @@ def test_assignment_7_public_checks_refuse_posenc_shortcuts() -> None:
     import numpy as np
 
     import posenc
-    from posenc.experiment import holm
-    from posenc.extrapolation import paired_interval
     from posenc.scaling import scale_factors, yarn_correction_range
+    from posenc.stats import holm, paired_interval
 
     nb = nbformat.read(build.masters()["07_length_extrapolation"], as_version=4)
     checks: dict = {}
