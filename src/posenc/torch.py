@@ -33,6 +33,7 @@ __all__ = [
     "ROPE_LAYOUTS",
     "ROPE_TYPES",
     "ALiBiBias",
+    "CausalLM",
     "CausalSelfAttention",
     "LearnedPositionalEmbedding",
     "NoPE",
@@ -669,3 +670,96 @@ class CausalSelfAttention(nn.Module):
             mask = self.pe(length).to(q.dtype).masked_fill(future, float("-inf"))
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
         return self.out(y.transpose(1, 2).reshape(batch, length, d_model))
+
+
+class _Block(nn.Module):
+    # A pre-norm transformer block: x + attention(norm(x)), then x + MLP(norm(x)).
+    def __init__(self, d_model: int, n_heads: int, position: str, rope: dict) -> None:
+        super().__init__()
+        attention_position = position if position in CausalSelfAttention.POSITIONS else "nope"
+        self.norm1 = nn.LayerNorm(d_model)
+        self.attn = CausalSelfAttention(d_model, n_heads, position=attention_position, rope=rope)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)
+        )
+
+    def forward(self, x: torch.Tensor, position_ids: torch.Tensor | None) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x), position_ids)
+        return x + self.mlp(self.norm2(x))
+
+
+class CausalLM(nn.Module):
+    """A small decoder-only language model with any position method of the course.
+
+    Token embedding, ``n_layers`` pre-norm blocks (causal self-attention, then
+    a 4x GELU MLP), a final layer norm and an untied output layer.
+
+    Parameters
+    ----------
+    vocab_size, d_model, n_heads, n_layers : int
+        ``d_model`` a multiple of ``n_heads``.
+    position : {"nope", "sinusoidal", "learned", "rope", "alibi", "t5"}
+        Sinusoidal and learned codes are added to the token embeddings (at
+        most ``max_len`` positions); the others act inside every attention
+        layer (:class:`CausalSelfAttention`).
+    max_len : int
+        Rows of the sinusoidal or learned table; ignored by the others.
+    base : float
+        The rotary base.
+
+    Examples
+    --------
+    >>> model = CausalLM(256, 32, 2, 2, position="alibi")
+    >>> model(torch.zeros(3, 10, dtype=torch.long)).shape  # (batch, length, vocab)
+    torch.Size([3, 10, 256])
+    """
+
+    POSITIONS = ("nope", "sinusoidal", "learned", "rope", "alibi", "t5")
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        n_heads: int,
+        n_layers: int,
+        *,
+        position: str = "rope",
+        max_len: int = 1024,
+        base: float = 10_000.0,
+    ) -> None:
+        super().__init__()
+        self.position = check_choice("position", position, self.POSITIONS)
+        self.vocab_size = check_integer("vocab_size", vocab_size, minimum=1)
+        n_layers = check_integer("n_layers", n_layers, minimum=1)
+        self.embed = nn.Embedding(vocab_size, check_integer("d_model", d_model, minimum=1))
+        self.added = {
+            "sinusoidal": lambda: SinusoidalPositionalEncoding(d_model, max_len, base),
+            "learned": lambda: LearnedPositionalEmbedding(max_len, d_model),
+        }.get(position, NoPE)()
+        rope = {"base": check_real("base", base, minimum=1.0)}
+        self.blocks = nn.ModuleList(
+            _Block(d_model, n_heads, position, rope) for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def set_rotary(self, rope: RotaryEmbedding) -> None:
+        """Use ``rope`` (for example a scaled :class:`RotaryEmbedding`) in every layer."""
+        if self.position != "rope":
+            raise ValueError(f"set_rotary needs position='rope', this model has {self.position!r}")
+        if not isinstance(rope, RotaryEmbedding):
+            raise TypeError(f"rope must be a RotaryEmbedding, got {type(rope).__name__}")
+        for block in self.blocks:
+            if rope.head_dim != block.attn.pe.head_dim:
+                raise ValueError(f"rope.head_dim must be {block.attn.pe.head_dim}")
+            block.attn.pe = rope
+
+    def forward(self, ids: torch.Tensor, position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``(batch, length, vocab_size)`` for token ids ``(batch, length)``."""
+        if ids.dim() != 2:
+            raise ValueError(f"ids must have shape (batch, length), got {tuple(ids.shape)}")
+        x = self.added(self.embed(ids), position_ids)
+        for block in self.blocks:
+            x = block(x, position_ids)
+        return self.head(self.norm(x))
