@@ -40,6 +40,8 @@ COMPARISONS = {
     "ch5 token-scale reference": 9,
     # tests/test_extrapolation.py: a random cell of ch7_extrapolation.json
     "ch7 cell": 1,
+    # tests/test_longcontext.py: a random run of ch7_longcontext.json
+    "ch7 text run": 1,
     # tests/test_spot_check_power.py: the runs without a planted bug
     "ch7 unmutated": 1,
     "ch5 unmutated": 1,
