@@ -46,7 +46,7 @@ def test_accuracy_at():
 
 
 def test_learned_codes_cannot_be_tested_past_their_table():
-    assert RESULTS.exists(), "run `make experiments-ch7` to create the results file"
+    assert RESULTS.exists(), "run `make experiments-synthetic` to create the results file"
     payload = json.loads(RESULTS.read_text())
     config = config_from_dict(payload["config"])
     for cell in payload["cells"]:
