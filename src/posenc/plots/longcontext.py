@@ -155,6 +155,7 @@ def passkey_figure(
     """
     if not grids:
         raise ValueError("grids must hold at least one panel")
+    columns = min(columns, len(grids))
     rows = -(-len(grids) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(2.55 * columns + 1.2, 2.3 * rows + 0.5),
                              layout="constrained", squeeze=False)
@@ -173,7 +174,7 @@ def passkey_figure(
         ax.set_yticks(range(len(depths)), [f"{d:.0%}" for d in depths], fontsize=8)
         ax.set_title(label, fontsize=9)
     for ax in axes.flat[len(grids):]:
-        ax.set_visible(False)
+        fig.delaxes(ax)
     for ax in axes[-1]:
         ax.set_xlabel("input length (bytes)", fontsize=8)
     for ax in axes[:, 0]:
