@@ -228,7 +228,9 @@ def _t5_causal_bucket_float64(distance, num_buckets, max_distance):
 def _chapter_7_t5_settings():
     """(buckets, max distance, longest test length) of every design chapter 7 ran or runs."""
     configs = [ExtrapolationConfig()]
-    for path in sorted(RESULTS.glob("ch7*.json")) + sorted(RESULTS.glob("cpus/*/ch7*.json")):
+    synthetic = ("ch7_extrapolation*.json", "ch7_rate_by_loss*.json")  # not ch7_longcontext
+    paths = [p for g in synthetic for p in (*RESULTS.glob(g), *RESULTS.glob(f"cpus/*/{g}"))]
+    for path in sorted(paths):
         configs.append(config_from_dict(json.loads(path.read_text())["config"]))
     # build_model: 16 buckets reaching the training length; the chapter's own call too.
     settings = {(16, c.train_length, c.max_test_length) for c in configs}
