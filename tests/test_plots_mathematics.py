@@ -148,6 +148,12 @@ def test_cosine_distance_offset_figure_data():
     np.testing.assert_allclose(
         right.lines[0].get_ydata(), offset_cosine_distance(offsets, 512, 100.0)
     )
+    # The wide limits: dashed, drawn above the curves, named in the legend
+    limit = right.lines[-1]
+    np.testing.assert_allclose(limit.get_ydata(), cosine_distance_wide_limit(offsets, 100.0))
+    assert limit.get_linestyle() == "--" and limit.get_zorder() > right.lines[0].get_zorder()
+    assert "wide limit, each n" in [t.get_text() for t in right.get_legend().get_texts()]
+    assert "n = 100" in [t.get_text() for t in right.get_legend().get_texts()]
     assert left.get_xscale() == "log" and labelled(left) and right.get_xlabel()
 
 

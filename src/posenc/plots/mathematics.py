@@ -328,20 +328,25 @@ def cosine_distance_offset_figure(
     }
     limit = cosine_distance_wide_limit(offsets, base_for_widths)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained", sharey=True)
+    # The wide limit is drawn black, dashed and on top of the coloured curves:
+    # a wide code follows it so closely that it would otherwise be hidden.
+    limit_style = {"color": "black", "linestyle": "--", "linewidth": 1.2, "zorder": 3}
     for (d, values), colour in zip(by_width.items(), QUALITATIVE, strict=False):
         left.semilogx(offsets, values, color=colour, label=f"d = {d}")
-    left.semilogx(offsets, limit, "--", color="black", label="wide limit")
+    left.semilogx(offsets, limit, label="wide limit", **limit_style)
     left.set(
         xlabel="offset φ (positions)",
         ylabel="cosine distance (no unit)",
-        title=f"n = {base_for_widths:g}: the width sets the wiggles",
+        title=f"n = {base_for_widths:,.0f}: the width sets the wiggles",
     )
-    for (n, (values, wide)), colour in zip(by_base.items(), QUALITATIVE, strict=False):
-        right.semilogx(offsets, values, color=colour, label=f"n = {n:g}")
-        right.semilogx(offsets, wide, "--", color=colour)
+    for (n, (values, _)), colour in zip(by_base.items(), QUALITATIVE, strict=False):
+        right.semilogx(offsets, values, color=colour, label=f"n = {n:,.0f}")
+    for index, (_, wide) in enumerate(by_base.values()):
+        label = "wide limit, each n" if index == 0 else None
+        right.semilogx(offsets, wide, label=label, **limit_style)
     right.set(
         xlabel="offset φ (positions)",
-        title=f"d = {width_for_bases}: the base sets the pace (dashed: wide limit)",
+        title=f"d = {width_for_bases}: the base sets the pace",
     )
     for ax in (left, right):
         ax.legend(fontsize="small", loc="upper left")
