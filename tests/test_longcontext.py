@@ -205,3 +205,50 @@ def test_spot_check_a_random_run_of_the_committed_results():
         f"{stored.mean(axis=0)}, half-width {t * spread}"
     )
     assert COMPARISONS["ch7 text run"] == 1
+
+
+def _answer_snippet():
+    """The transformers code of chapter 7's answer box, as the page prints it."""
+    import textwrap
+
+    path = Path(__file__).parents[1] / "chapters" / "07_length_extrapolation.ipynb"
+    cells = json.loads(path.read_text())["cells"]
+    box = next("".join(c["source"]) for c in cells
+               if "{admonition} The answer" in "".join(c["source"]))
+    code = box.split("```python\n", 1)[1].split("```", 1)[0]
+    return textwrap.dedent(code)
+
+
+@pytest.mark.parametrize("rule", ["yarn", "llama3"])
+def test_the_answer_box_config_runs_and_sets_the_rule(tmp_path, rule):
+    # The snippet runs as printed on a saved random Llama (nothing downloaded),
+    # with "# or llama3" taken at its word, and the model it loads rotates by
+    # the frequencies of the rule: posenc's, to float32 rounding.
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    base, head = 10_000.0, 128
+    config = transformers.LlamaConfig(
+        vocab_size=32, hidden_size=2 * head, intermediate_size=64,
+        num_hidden_layers=1, num_attention_heads=2, head_dim=head,
+        max_position_embeddings=4096,
+        rope_parameters={"rope_type": "default", "rope_theta": base})
+    torch.manual_seed(0)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path)
+    code = _answer_snippet()
+    assert "update(yarn)  # or llama3" in code
+    if rule == "llama3":
+        code = code.replace("update(yarn)", "update(llama3)")
+    scope = {"AutoConfig": transformers.AutoConfig, "name": str(tmp_path),
+             "AutoModelForCausalLM": transformers.AutoModelForCausalLM}
+    exec(code, scope)
+    model = scope["model"]
+    assert model.config.max_position_embeddings == 8 * 4096
+    assert model.config.rope_parameters["rope_type"] == rule
+    got = model.model.rotary_emb.inv_freq.double().numpy()
+    want = scaled_frequencies(head, base, method=rule, factor=8.0,
+                              original_length=4096)
+    np.testing.assert_allclose(got, want, rtol=4 * 2.0**-24)
+    # and the other rule would have given other frequencies
+    other = scaled_frequencies(head, base, factor=8.0, original_length=4096,
+                               method={"yarn": "llama3", "llama3": "yarn"}[rule])
+    assert np.abs(got / other - 1).max() > 0.1

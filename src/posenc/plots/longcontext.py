@@ -65,7 +65,7 @@ def position_figure(
         colour = _PALETTE[index % len(_PALETTE)]
         ax.plot(x, rows[:, 0], color=colour, marker=_MARKERS[index % len(_MARKERS)],
                 markersize=4, linestyle=_STYLES[index % len(_STYLES)], label=label)
-        ax.fill_between(x, rows[:, 1], rows[:, 2], color=colour, alpha=0.18, linewidth=0)
+        ax.fill_between(x, rows[:, 1], rows[:, 2], color=colour, alpha=0.1, linewidth=0)
     ax.axvline(train_length, color="0.4", linestyle="--", linewidth=1)
     ax.set_xscale("log", base=2)
     ticks = [t for t in 2.0 ** np.arange(0, 16) if positions[0] <= t <= positions[-1]]
@@ -108,7 +108,7 @@ def extension_figure(
         for label, rows in lines.items():
             index = labels.index(label)
             rows = _rows(f"panels[{title!r}][{label!r}]", rows)
-            shift = 1.0 + 0.025 * (index - len(labels) / 2)
+            shift = 1.0 + 0.04 * (index - len(labels) / 2)
             ax.errorbar(lengths * shift, rows[:, 0],
                         yerr=[rows[:, 0] - rows[:, 1], rows[:, 2] - rows[:, 0]],
                         color=_PALETTE[index % len(_PALETTE)],
