@@ -131,6 +131,10 @@ def test_cosine_distance_matrix_and_its_profile():
     np.testing.assert_array_equal(profile.get_ydata(), values)
     assert fig.axes[2].get_xlabel() == r"offset $\phi = k' - k$ (positions)"
     assert fig.axes[2].get_ylabel() == "cosine distance (no unit)"
+    # the static figure trims the offset axis to the row: offsets -7 to 17
+    assert fig.axes[2].get_xlim() == (-7.5, 17.5)
+    # a row at either end keeps offset 0 off the panel's edge
+    assert plots.plot_similarity(5, 4, position=0).axes[2].get_xlim() == (-1.5, 4.5)
 
 
 def test_similarity_view_switches_measure_and_colour_map():

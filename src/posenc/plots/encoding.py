@@ -687,7 +687,9 @@ def plot_similarity(
     distances lie in ``[0, 2]`` and are drawn with ``viridis`` from zero.
     With ``position``, that row is marked and drawn against the offset
     :math:`\phi = k' - k` in a second panel (the figure of
-    :func:`posenc.widgets.similarity_explorer`).
+    :func:`posenc.widgets.similarity_explorer`). Unlike the explorer, whose
+    offset axis stays fixed while the position moves, this static figure
+    trims that axis to the row, so that both arms fill the panel.
 
     Returns
     -------
@@ -699,7 +701,11 @@ def plot_similarity(
     >>> fig.axes[0].images[0].get_clim()
     (-4.0, 4.0)
     """
-    return SimilarityView(length, d_model, base, measure=measure, position=position).figure
+    view = SimilarityView(length, d_model, base, measure=measure, position=position)
+    if position is not None:
+        first, last = -view.position, view.length - 1 - view.position
+        view.row_ax.set_xlim(min(first, -1) - 0.5, max(last, 1) + 0.5)
+    return view.figure
 
 
 def plot_distance_against_offset(
