@@ -116,6 +116,17 @@ def test_signal_ratio_draws_the_ratios_and_the_line_of_equal_size():
     assert r"\sqrt{d}" in ax.get_ylabel() and ax.get_ylabel().endswith("(no unit)")
 
 
+def test_signal_ratio_keeps_coinciding_series_visible():
+    same = [1.4, 1.4, 1.4]
+    fig = plot_signal_ratio([16, 64, 256], {"a": same, "b": same, "c": same})
+    first, second, third = fig.axes[0].lines[:3]
+    # the second line is dashed, hollow and on top of the solid ones
+    assert first.get_linestyle() == "-" and third.get_linestyle() == "-"
+    assert second.get_linestyle() == "--"
+    assert second.get_markerfacecolor() == "none"
+    assert second.get_zorder() > max(first.get_zorder(), third.get_zorder())
+
+
 def test_learned_vs_fixed_marks_the_trained_rows():
     learned, fixed = np.zeros((10, 4)), sinusoidal(10, 4)
     fig = plot_learned_vs_fixed(learned, fixed, 6)
@@ -124,6 +135,9 @@ def test_learned_vs_fixed_marks_the_trained_rows():
         assert ax.lines[0].get_ydata()[0] == pytest.approx(5.5)
     np.testing.assert_array_equal(fig.axes[1].images[0].get_array(), fixed)
     assert "positions >= 6" in fig.get_suptitle()
+    # the figure says the toy's target was the sinusoid
+    assert "sinusoid" in fig.axes[0].get_title()
+    assert "reproduce the sinusoid" in fig.get_suptitle()
     assert fig.axes[0].get_ylabel() == "position k (positions)"
 
 

@@ -206,6 +206,8 @@ def plot_signal_ratio(d_values: Any, ratios: Mapping[str, Any]) -> Figure:
         ``> 0``; at most eight settings. The ratio is the norm of the token
         signal *as added to the code* (``x``, or ``sqrt(d) * x`` for a setting
         that scales the embeddings) over ``||PE_k||``.
+        Every second series is drawn dashed, with hollow markers, on top
+        of the others, so that two settings with the same ratios both show.
 
     Returns
     -------
@@ -227,6 +229,14 @@ def plot_signal_ratio(d_values: Any, ratios: Mapping[str, Any]) -> Figure:
         ylabel=r"$\|s\,x\| \,/\, \|\mathrm{PE}_k\|$ with $s = 1$ or $\sqrt{d}$ (no unit)",
         title="Token signal relative to position signal",
     )
+    # Settings can give the same ratios (small embeddings scaled, standard
+    # ones unscaled): every second line is dashed with hollow, larger markers
+    # and drawn on top, so that a line lying on another one stays visible.
+    for line in ax.lines[1::2]:
+        line.set_linestyle((0, (5, 3)))
+        line.set_markerfacecolor("none")
+        line.set_markersize(9)
+        line.set_zorder(3)
     ax.axhline(1.0, color="grey", linewidth=1, linestyle=":", label="equal sizes")
     ax.set_xscale("log", base=2)
     ax.legend(loc="best")
@@ -234,7 +244,10 @@ def plot_signal_ratio(d_values: Any, ratios: Mapping[str, Any]) -> Figure:
 
 
 def plot_learned_vs_fixed(learned: Any, fixed: Any, trained_length: int) -> Figure:
-    """A trained learned table next to the sinusoidal one, with the trained rows marked.
+    """A learned table trained toward the sinusoid next to it, with the trained rows marked.
+
+    The titles say that the learned table's target was the sinusoidal one, so
+    that matching rows read as the toy's target, not as what training learns.
 
     Parameters
     ----------
@@ -261,11 +274,14 @@ def plot_learned_vs_fixed(learned: Any, fixed: Any, trained_length: int) -> Figu
     )
     limits = symmetric_limits(np.concatenate([learned.ravel(), fixed.ravel()]))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True, layout="constrained")
-    _heatmap(fig, axes[0], learned, "learned table after training", limits)
+    _heatmap(fig, axes[0], learned, "learned table, trained toward the sinusoid", limits)
     image = _heatmap(fig, axes[1], fixed, "sinusoidal table", limits)
     axes[1].set_ylabel("")
     for ax in axes:
         ax.axhline(trained_length - 0.5, color="black", linewidth=1.5, linestyle="--")
     fig.colorbar(image, ax=axes, label="code value (no unit)")
-    fig.suptitle(f"Rows below the dashed line (positions >= {trained_length}) were never trained")
+    fig.suptitle(
+        "Trained to reproduce the sinusoid above the dashed line; rows below it "
+        f"(positions >= {trained_length}) were never trained"
+    )
     return detached(fig)
