@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from posenc import alibi_bias, alibi_slopes, plots, t5_relative_bucket
+from posenc import alibi_slopes, plots, t5_relative_bucket
 from posenc.plots import inside
 from posenc.rotary import rope_decay_bound, rotary_score
 
@@ -67,15 +67,17 @@ def test_angle_error_figure_floors_zeros_on_log_axes():
     assert "radians" in ax.get_ylabel()
 
 
-def test_alibi_figure_one_panel_per_head_shared_scale():
-    bias, slopes = alibi_bias(8, 5), alibi_slopes(5)
-    fig = plots.alibi_figure(bias, slopes)
-    images = [ax.images[0] for ax in fig.axes if ax.images]
-    assert len(images) == 5
-    for h, image in enumerate(images):
-        np.testing.assert_array_equal(image.get_array(), bias[h])
-        assert image.get_clim() == (bias.min(), 0.0)
-        assert image.get_cmap().name == "viridis"
+def test_alibi_figure_one_line_per_head_on_log_distance():
+    distance, slopes = np.arange(1, 1001), alibi_slopes(6)
+    fig = plots.alibi_figure(distance, slopes)
+    ax = fig.axes[0]
+    lines = [line for line in ax.get_lines() if line.get_label().startswith("head")]
+    assert len(lines) == 6 and ax.get_xscale() == "log"
+    for m, line in zip(slopes, lines, strict=True):
+        np.testing.assert_array_equal(line.get_xdata(), distance)
+        np.testing.assert_allclose(line.get_ydata(), np.exp(-m * distance))
+    assert "2^{-1}" in lines[4].get_label()
+    assert len({line.get_color() for line in lines}) == 6
 
 
 def test_rope_view_draws_score_and_bound():
@@ -111,7 +113,8 @@ def test_rope_view_draws_score_and_bound():
         (lambda: plots.shaw_clip_figure(np.zeros((3, 3)), np.zeros((3, 4)), 1), ValueError),
         (lambda: plots.t5_bucket_figure(np.arange(3), {}, 8), TypeError),
         (lambda: plots.decay_bound_figure(np.arange(3), {"a": np.ones(4)}), ValueError),
-        (lambda: plots.alibi_figure(np.zeros((2, 3, 3)), np.ones(3)), ValueError),
+        (lambda: plots.alibi_figure(np.zeros((2, 3)), np.ones(3)), ValueError),
+        (lambda: plots.alibi_figure(np.arange(1, 4), -np.ones(3)), ValueError),
     ],
 )
 def test_bad_input(call, error):

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from ..rotary import rope_decay_bound, rotary_score
 from ..validation import check_array, check_integer, check_real
-from .style import CMAP_DIVERGING, CMAP_SEQUENTIAL, QUALITATIVE, detached
+from .style import CMAP_DIVERGING, QUALITATIVE, detached
 
 __all__ = [
     "RopeView",
@@ -208,15 +208,21 @@ def angle_error_figure(positions: Any, errors: Mapping[str, Any]) -> Figure:
     return detached(fig)
 
 
-def alibi_figure(bias: Any, slopes: Any) -> Figure:
-    """ALiBi's bias per head as heat maps, one panel per head, with its slope.
+def alibi_figure(distance: Any, slopes: Any) -> Figure:
+    """How much attention weight ALiBi's bias leaves each head, against the distance.
+
+    Head ``h`` adds ``-m_h * d`` to the score of a key ``d`` positions away,
+    which multiplies that key's weight by ``exp(-m_h * d)`` compared with an
+    equal key at distance 0. One line per head, on a logarithmic distance
+    axis, so steep and flat heads are all visible at once; a dotted line
+    marks ``exp(-1)``, where the penalty reaches 1.
 
     Parameters
     ----------
-    bias : array_like
-        Shape ``(n_heads, length, length)``, non-positive.
+    distance : array_like
+        Shape ``(n,)``, positive distances ``|b - a|``.
     slopes : array_like
-        Shape ``(n_heads,)``.
+        Shape ``(n_heads,)``, positive, in the order of the heads.
 
     Returns
     -------
@@ -224,33 +230,36 @@ def alibi_figure(bias: Any, slopes: Any) -> Figure:
 
     Examples
     --------
-    >>> from posenc import alibi_bias, alibi_slopes
-    >>> fig = alibi_figure(alibi_bias(8, 6), alibi_slopes(6))
-    >>> len(fig.axes)
+    >>> from posenc import alibi_slopes
+    >>> fig = alibi_figure(np.arange(1, 1001), alibi_slopes(6))
+    >>> len(fig.axes[0].get_lines())
     7
     """
-    bias = check_array("bias", bias, ndim=3)
-    slopes = check_array("slopes", slopes, shape=(bias.shape[0],))
-    n_heads = bias.shape[0]
-    columns = 3 if n_heads % 3 == 0 and n_heads % 4 else min(n_heads, 4)
-    rows = -(-n_heads // columns)
-    fig, axes = plt.subplots(
-        rows,
-        columns,
-        figsize=(2.6 * columns + 1.2, 2.6 * rows + 0.6),
-        layout="constrained",
-        squeeze=False,
-    )
-    low = float(bias.min()) if bias.size else -1.0
-    for h, ax in enumerate(axes.flat):
-        if h >= n_heads:
-            ax.set_axis_off()
-            continue
-        image = ax.imshow(bias[h], cmap=CMAP_SEQUENTIAL, vmin=low, vmax=0.0)
-        ax.set_title(f"head {h}: slope $2^{{{np.log2(slopes[h]):g}}}$", fontsize="medium")
-        ax.set_xlabel("key $b$ (tokens)")
-        ax.set_ylabel("query $a$ (tokens)")
-    fig.colorbar(image, ax=axes, label=r"bias $-m_h\,|a - b|$ (added to the score)")
+    distance = check_array("distance", distance, ndim=1)
+    slopes = check_array("slopes", slopes, ndim=1)
+    if slopes.size == 0 or slopes.size > len(QUALITATIVE):
+        raise ValueError(f"between 1 and {len(QUALITATIVE)} slopes can be drawn, got {slopes.size}")
+    if np.any(distance <= 0) or np.any(slopes <= 0):
+        raise ValueError("distances and slopes must be positive")
+    fig, ax = plt.subplots(figsize=(8.0, 4.2), layout="constrained")
+    styles = ("-", "--", "-.", ":")
+    for h, (m, colour) in enumerate(zip(slopes, QUALITATIVE, strict=False)):
+        ax.plot(
+            distance,
+            np.exp(-m * distance),
+            color=colour,
+            linestyle=styles[h % len(styles)],
+            linewidth=1.8,
+            label=f"head {h}: slope $2^{{{np.log2(m):g}}}$",
+        )
+    ax.axhline(np.exp(-1.0), color="black", linestyle=":", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_ylim(0.0, 1.02)
+    ax.set_xlabel("distance $|b - a|$ between query and key (tokens, log scale)")
+    ax.set_ylabel(r"weight kept, $e^{-m_h |b - a|}$")
+    ax.set_title("ALiBi: steep heads keep only near keys, flat heads keep far ones")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper right", fontsize="small")
     return detached(fig)
 
 
