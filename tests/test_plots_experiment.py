@@ -46,6 +46,26 @@ def test_readout_figure_draws_percentages():
         plots.readout_figure(d_values, {"x1": acc[:2]}, ratios, by_ratio, 32)
 
 
+def test_readout_figure_marks_the_ratios_it_is_given():
+    acc = np.ones((2, 2))
+    default = plots.readout_figure([8, 16], {"x1": acc}, [0.5, 2.0], acc, 16)
+    marked = plots.readout_figure(
+        [8, 16], {"x1": acc}, [0.5, 2.0], acc, 16, marks={"a": 1.4, "b": 0.3}
+    )
+
+    def vertical(fig):
+        return {
+            line.get_label(): line.get_xdata()[0]
+            for line in fig.axes[1].get_lines()
+            if line.get_label() not in ("token", "position")
+        }
+
+    np.testing.assert_allclose(list(vertical(default).values()), [np.sqrt(2)])
+    assert vertical(marked) == {"a": 1.4, "b": 0.3}
+    with pytest.raises(ValueError, match="marks"):
+        plots.readout_figure([8, 16], {"x1": acc}, [0.5, 2.0], acc, 16, marks={"c": -1.0})
+
+
 def test_score_term_figure_bars_are_means_with_min_max_errors():
     sizes = {"a": np.array([[1.0, 3.0]] * 4), "b": np.arange(8.0).reshape(4, 2)}
     fig = plots.score_term_figure(sizes, "terms")
@@ -160,7 +180,12 @@ def test_comparison_figure_widens_with_confidence_and_labels_verdicts():
     texts = [t.get_text() for t in narrow.axes[0].texts]
     assert texts.count("undecided") == 2
     assert [t.get_text() for t in narrow.axes[1].texts] == ["ceiling"]
-    assert "99%" in wide.texts[0].get_text()
+    assert "99% interval for each comparison alone" in wide.texts[0].get_text()
+    together = plots.comparison_figure(_comparisons(), 0.03, confidence=0.9, family=10)
+    assert "90% intervals for all 10 comparisons together" in together.texts[0].get_text()
+    assert widths(together) == pytest.approx(widths(wide))  # each at 1 - 0.1/10
+    with pytest.raises(ValueError, match="family"):
+        plots.comparison_figure(_comparisons(), 0.03, family=0)
     with pytest.raises(ValueError, match="confidence"):
         plots.comparison_figure(_comparisons(), 0.03, confidence=1.0)
 

@@ -98,6 +98,7 @@ def readout_figure(
     ratios: Sequence[float],
     by_ratio: np.ndarray,
     d_fixed: int,
+    marks: Mapping[str, float] | None = None,
 ) -> Figure:
     """Linear read-out of token and position from their sum: against ``d``, and against scale.
 
@@ -115,6 +116,9 @@ def readout_figure(
         Accuracies ``(len(ratios), 2)`` at width ``d_fixed``.
     d_fixed : int
         Width of the right panel.
+    marks : mapping of str to float, optional
+        Ratios to mark on the right panel with a vertical line, by legend
+        label (default: the ratio sqrt(2) that the sqrt(d_model) factor gives).
 
     Returns
     -------
@@ -146,13 +150,19 @@ def readout_figure(
     left.legend(frameon=False, fontsize="small")
     right.plot(ratios, 100 * by_ratio[:, 0], "o-", color=_colour(0), label="token")
     right.plot(ratios, 100 * by_ratio[:, 1], "s--", color=_colour(1), label="position")
-    right.axvline(np.sqrt(2), color="0.4", linestyle=":", label=r"ratio $\sqrt{2}$")
+    if marks is None:
+        marks = {r"ratio $\sqrt{2}$": float(np.sqrt(2))}
+    for index, (label, ratio) in enumerate(marks.items()):
+        ratio = check_real(f"marks[{label!r}]", ratio, minimum=0.0)
+        style = (":", "-.", "--")[index % 3]
+        right.axvline(ratio, color="0.4", linestyle=style, label=label)
     right.set_xscale("log", base=2)
-    right.set_xlabel("length of token vector / length of position code (ratio)")
+    right.set_xlabel("r = length of token vector / length of position code")
     right.set_ylabel("recovered from the sum (% of pairs)")
-    right.set_title(f"Against the scale of the tokens, d = {d_fixed}")
+    right.set_title(f"Against the token-to-code ratio r, d = {d_fixed}")
     right.set_ylim(0, 104)
-    right.legend(frameon=False, fontsize="small")
+    # framed and opaque: the marks run through the legend's corner of the panel
+    right.legend(fontsize="small", loc="center left", framealpha=1.0, edgecolor="none")
     return detached(fig)
 
 
@@ -320,6 +330,7 @@ def comparison_figure(
     margin: float,
     confidence: float = 0.95,
     titles: Mapping[str, str] | None = None,
+    family: int | None = None,
 ) -> Figure:
     """Concatenated minus added, with its Welch interval, for every regime and code.
 
@@ -335,6 +346,10 @@ def comparison_figure(
     titles : mapping of str to str, optional
         The title of each code's panel (default ``"<code> codes"``), e.g. to
         show two families of one code side by side under other names.
+    family : int, optional
+        If given, the intervals hold for ``family`` comparisons together at
+        ``confidence`` (Bonferroni: each at ``1 - (1 - confidence) / family``),
+        and the title says so; otherwise each interval holds alone.
 
     Returns
     -------
@@ -348,6 +363,14 @@ def comparison_figure(
     confidence = check_real("confidence", confidence, minimum=0.0, maximum=1.0)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    if family is not None:
+        if int(family) != family or family < 1:
+            raise ValueError(f"family must be a positive integer, got {family}")
+        each = 1.0 - (1.0 - confidence) / family
+        reach = f"{100 * confidence:.4g}% intervals for all {family} comparisons together"
+    else:
+        each = confidence
+        reach = f"{100 * confidence:.4g}% interval for each comparison alone"
     codes = list(dict.fromkeys(c.code for c in comparisons))
     regimes = list(dict.fromkeys(c.regime for c in comparisons))
     fig, axes = plt.subplots(
@@ -364,14 +387,14 @@ def comparison_figure(
             100 * margin,
             color="0.88",
             zorder=0,
-            label=f"equivalence margin ±{100 * margin:g}",
+            label=f"margin ±{100 * margin:g} points",
         )
         ax.axvline(0, color="0.4", linewidth=1)
         for c in comparisons:
             if c.code != code:
                 continue
             y = len(regimes) - 1 - regimes.index(c.regime)
-            _, low, high = difference_interval(c.concat, c.added, confidence)
+            _, low, high = difference_interval(c.concat, c.added, each)
             ax.errorbar(
                 100 * c.difference,
                 y,
@@ -395,9 +418,9 @@ def comparison_figure(
         ax.set_title(titles[code] if titles and code in titles else f"{code} codes")
     axes[0, 0].set_ylabel("regime (length, width, layers)")
     fig.suptitle(
-        f"Difference of mean test accuracy, {100 * confidence:.4g}% Welch interval; "
-        "grey: equivalence margin "
-        f"±{100 * margin:g} points; hollow: at the ceiling"
+        f"Difference of mean test accuracy, {reach};\n"
+        f"grey: ±{100 * margin:g} points, set in advance as too small to matter;"
+        " hollow: both models near 100%"
     )
     return detached(fig)
 
