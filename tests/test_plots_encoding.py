@@ -210,6 +210,26 @@ def test_wavelengths_on_a_log_scale():
     assert ax.get_ylabel() == r"wavelength $\lambda_i$ (positions, log scale)"
 
 
+def test_wavelengths_with_several_lengths_and_no_limits():
+    fig = plots.plot_wavelengths(
+        32, bases=(100.0, 10_000.0, 500_000.0), length=(64, 4_096), limits=False
+    )
+    ax = fig.axes[0]
+    curves = [line for line in ax.lines if line.get_marker() == "o"]
+    assert len(curves) == 3
+    marks = [line for line in ax.lines if line.get_marker() != "o"]
+    levels = sorted(line.get_ydata()[0] for line in marks)
+    np.testing.assert_allclose(levels, [2 * np.pi, 64, 4_096])  # no 2 pi n
+    styles = {line.get_linestyle() for line in marks if line.get_ydata()[0] > 10}
+    assert len(styles) == 2  # the two lengths are told apart by their lines
+    labels = ax.get_legend_handles_labels()[1]
+    assert "sequence length $L$ = 4,096" in labels
+    with pytest.raises(ValueError, match="length"):
+        plots.plot_wavelengths(8, length=(1, 2, 3, 4, 5))
+    with pytest.raises(ValueError):
+        plots.plot_wavelengths(8, length=(4, 0))
+
+
 def test_pair_circles():
     fig = plots.plot_pair_circles(10, 8, base=100.0, pairs=(0, 3))
     pe = sinusoidal(10, 8, base=100.0)

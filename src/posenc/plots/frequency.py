@@ -29,20 +29,25 @@ from .style import CMAP_SEQUENTIAL, QUALITATIVE
 
 __all__ = ["plot_pair_circles", "plot_wavelengths"]
 
+# line styles of the marked sequence lengths, in order
+_LENGTH_STYLES = (":", "-.", (0, (6, 2)), (0, (1, 3)))
+
 
 def plot_wavelengths(
     d_model: int,
     bases: Sequence[float] = (10_000.0,),
     *,
-    length: int | None = None,
+    length: int | Sequence[int] | None = None,
+    limits: bool = True,
 ) -> Figure:
     r"""Wavelength :math:`\lambda_i = 2\pi n^{2i/d}` of each pair ``i``, on a log scale.
 
     One series of points per base, with a dashed line at that base's
     :math:`2\pi n`, which the last pair never reaches; a grey line at
     :math:`2\pi`, the first pair's wavelength; and, with ``length``, a dotted
-    line at ``L``: pairs above it do not complete one period within the
-    sequence.
+    line at each ``L``: pairs above it do not complete one period within a
+    sequence of that length, and a base whose last pair ends below it turns
+    every pair at least once.
 
     Parameters
     ----------
@@ -50,8 +55,11 @@ def plot_wavelengths(
         Width ``d >= 1``.
     bases : sequence of float
         One to eight bases ``n > 0``.
-    length : int, optional
-        A sequence length ``L >= 1`` to mark.
+    length : int or sequence of int, optional
+        One to four sequence lengths ``L >= 1`` to mark.
+    limits : bool
+        Draw each base's :math:`2\pi n` line (default); ``False`` leaves
+        them out, which keeps a figure of several bases readable.
 
     Returns
     -------
@@ -73,8 +81,19 @@ def plot_wavelengths(
             f"bases must hold between 1 and {len(QUALITATIVE)} values, got {len(bases)}"
         )
     bases = tuple(check_real(f"bases[{a}]", b, positive=True) for a, b in enumerate(bases))
-    if length is not None:
-        length = check_integer("length", length, minimum=1)
+    if length is None:
+        lengths: tuple[int, ...] = ()
+    elif isinstance(length, Sequence) and not isinstance(length, (str, bytes)):
+        if not 1 <= len(length) <= len(_LENGTH_STYLES):
+            raise ValueError(
+                f"length must hold between 1 and {len(_LENGTH_STYLES)} values, "
+                f"got {len(length)}"
+            )
+        lengths = tuple(
+            check_integer(f"length[{a}]", m, minimum=1) for a, m in enumerate(length)
+        )
+    else:
+        lengths = (check_integer("length", length, minimum=1),)
 
     fig = _new_figure(7.0, 4.2)
     ax = fig.subplots()
@@ -89,21 +108,22 @@ def plot_wavelengths(
             linewidth=1.0,
             label=f"$n$ = {_number(base)}",
         )
-        ax.axhline(
-            2 * np.pi * base,
-            color=QUALITATIVE[a],
-            linestyle="--",
-            linewidth=0.9,
-            label=f"$2\\pi n$ = {_number(2 * np.pi * base)} (never reached)",
-        )
+        if limits:
+            ax.axhline(
+                2 * np.pi * base,
+                color=QUALITATIVE[a],
+                linestyle="--",
+                linewidth=0.9,
+                label=f"$2\\pi n$ = {_number(2 * np.pi * base)} (never reached)",
+            )
     ax.axhline(2 * np.pi, color="0.5", linewidth=0.9, label=r"$2\pi$ (pair $i$ = 0)")
-    if length is not None:
+    for mark, style in zip(lengths, _LENGTH_STYLES, strict=False):
         ax.axhline(
-            length,
+            mark,
             color=_MARK_COLOUR,
-            linestyle=":",
+            linestyle=style,
             linewidth=1.2,
-            label=f"sequence length $L$ = {length}",
+            label=f"sequence length $L$ = {_number(mark)}",
         )
     ax.set_yscale("log")
     ax.set_xlabel(r"pair index $i$ (columns $2i$ and $2i+1$)")
