@@ -90,6 +90,19 @@ def test_spacings_draws_the_frequency_drift_and_the_differences():
     assert left.get_xlabel().endswith("(no unit)") and right.get_ylabel().endswith("(no unit)")
 
 
+def test_spacings_without_the_drift_panel_draws_the_differences_alone():
+    drift = np.array([0.0, 0.002, 0.001])
+    diff = np.array([0.0, 0.5, 1.0, 0.0, 0.5, 0.25])
+    fig = plot_spacings(drift, diff, show_drift=False)
+    assert_labelled(fig)
+    (ax,) = fig.axes
+    np.testing.assert_array_equal(ax.lines[0].get_ydata(), diff)
+    assert ax.lines[1].get_xdata()[0] == pytest.approx(2.5)
+    assert ax.get_xlabel() == "column j (no unit)"
+    with pytest.raises(ValueError, match="column_difference must have shape"):
+        plot_spacings(drift, diff[:4], show_drift=False)
+
+
 def test_float_precision_draws_one_line_per_method():
     positions = np.array([10, 100, 1000])
     errors = {"float32 angles": [1e-6, 1e-5, 1e-4], "float64 angles": [1e-15, 1e-14, 1e-13]}

@@ -114,7 +114,9 @@ def plot_layouts(interleaved: Any, split: Any) -> Figure:
     return detached(fig)
 
 
-def plot_spacings(frequency_difference: Any, column_difference: Any) -> Figure:
+def plot_spacings(
+    frequency_difference: Any, column_difference: Any, *, show_drift: bool = True
+) -> Figure:
     r"""Why the paper's spacing and the endpoint spacing give different tables.
 
     Parameters
@@ -126,19 +128,26 @@ def plot_spacings(frequency_difference: Any, column_difference: Any) -> Figure:
     column_difference : array_like
         Largest absolute difference between the two tables in each column of
         the split layout, shape ``(2h,)``, ``>= 0``.
+    show_drift : bool, default True
+        Whether to draw the frequency difference in a left panel. With
+        ``False`` the figure has one panel, the column differences, and
+        ``frequency_difference`` only fixes ``h``.
 
     Returns
     -------
     matplotlib.figure.Figure
-        Left: the frequency difference against the pair index. Right: the
-        largest difference per column, with the start of the cosine half
-        marked.
+        Left (when ``show_drift``): the frequency difference against the pair
+        index. Right, or alone: the largest difference per column, with the
+        start of the cosine half marked.
 
     Examples
     --------
     >>> fig = plot_spacings([0.0, 0.09], [0.0, 0.5, 0.0, 0.4])
     >>> [ax.get_xlabel() for ax in fig.axes]
     ['pair index i (no unit)', 'column j (no unit)']
+    >>> fig = plot_spacings([0.0, 0.09], [0.0, 0.5, 0.0, 0.4], show_drift=False)
+    >>> [ax.get_xlabel() for ax in fig.axes]
+    ['column j (no unit)']
     """
     frequency_difference = check_array("frequency_difference", frequency_difference, ndim=1)
     column_difference = check_array(
@@ -146,11 +155,16 @@ def plot_spacings(frequency_difference: Any, column_difference: Any) -> Figure:
     )
     if np.any(column_difference < 0):
         raise ValueError("column_difference must be >= 0 (largest absolute differences)")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
-    left.plot(np.arange(frequency_difference.size), frequency_difference, color=QUALITATIVE[0])
-    left.set_xlabel("pair index i (no unit)")
-    left.set_ylabel(r"$\omega_i - \omega'_i$ (radians per position)")
-    left.set_title("How fast the angles of each pair drift apart")
+    if show_drift:
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+        left.plot(
+            np.arange(frequency_difference.size), frequency_difference, color=QUALITATIVE[0]
+        )
+        left.set_xlabel("pair index i (no unit)")
+        left.set_ylabel(r"$\omega_i - \omega'_i$ (radians per position)")
+        left.set_title("How fast the angles of each pair drift apart")
+    else:
+        fig, right = plt.subplots(figsize=(6.5, 3.8), layout="constrained")
     right.plot(np.arange(column_difference.size), column_difference, color=QUALITATIVE[2])
     right.axvline(frequency_difference.size - 0.5, color="grey", linewidth=1, linestyle=":")
     right.set_xlabel("column j (no unit)")
