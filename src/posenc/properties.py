@@ -82,7 +82,7 @@ PROPERTY_LABELS = MappingProxyType(
         "proximity": "near close, far far",
         "length_invariant": "same code at any length",
         "deterministic": "deterministic",
-        "defined_beyond": "defined past training length",
+        "defined_beyond": "has codes past training length",
     }
 )
 """Short human-readable names of :data:`PROPERTIES`, for tables and figures."""

@@ -62,7 +62,7 @@ def property_grid(
     with a cross (✗) where it lacks it, so the verdict reads without colour
     too; under the mark stands the measured number behind the verdict, and
     each column's label names what that number measures
-    (:data:`posenc.properties.PROPERTY_MEASURES`; for "defined past training
+    (:data:`posenc.properties.PROPERTY_MEASURES`; for "has codes past training
     length" the number of positions coded, "no code" where the scheme
     raised). Colours are the two ends of ``viridis``, with colour limits
     fixed at ``(0, 1)``.
