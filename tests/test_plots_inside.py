@@ -25,13 +25,18 @@ def test_exported_from_plots_package():
         assert name in plots.__all__
 
 
-def test_shaw_clip_draws_both_tables_on_one_centred_scale():
+def test_shaw_clip_draws_each_table_on_its_own_centred_scale():
     off = np.arange(10)[None, :] - np.arange(10)[:, None]
     fig = plots.shaw_clip_figure(off, np.clip(off, -3, 3), 3)
     left, right = (ax.images[0] for ax in fig.axes[:2])
     np.testing.assert_array_equal(left.get_array(), off)
     np.testing.assert_array_equal(right.get_array(), np.clip(off, -3, 3))
-    assert left.get_clim() == (-9.0, 9.0) == right.get_clim()
+    assert left.get_clim() == (-9.0, 9.0)
+    # the clipped map spans only -3..3: one discrete colour per value
+    assert right.get_clim() == (-3.5, 3.5) and right.get_cmap().N == 7
+    colours = {tuple(right.to_rgba(v)) for v in range(-3, 4)}
+    assert len(colours) == 7
+    assert len(fig.axes) == 4  # a colour bar for each map
     assert all(ax.get_xlabel() for ax in fig.axes[:2]) and fig.axes[0].get_ylabel()
     assert plt.get_fignums() == []
 
@@ -78,6 +83,10 @@ def test_alibi_figure_one_line_per_head_on_log_distance():
         np.testing.assert_allclose(line.get_ydata(), np.exp(-m * distance))
     assert "2^{-1}" in lines[4].get_label()
     assert len({line.get_color() for line in lines}) == 6
+    # the legend runs from the steepest head to the flattest
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    by_slope = [lines[h].get_label() for h in np.argsort(-slopes)]
+    assert legend == by_slope and legend[0].startswith("head 4")
 
 
 def test_rope_view_draws_score_and_bound():

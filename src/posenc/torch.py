@@ -614,7 +614,9 @@ class CausalSelfAttention(nn.Module):
         ``d_model`` a multiple of ``n_heads``.
     position : {"rope", "alibi", "t5", "nope"}
         RoPE rotates queries and keys; ALiBi and T5 (causal buckets) add a
-        bias to the scores; NoPE does nothing.
+        bias to the scores; NoPE does nothing. Every method keeps the
+        ``1/sqrt(head_dim)`` of scaled dot-product attention, so ``"t5"`` is
+        T5's bias, not T5's unscaled score.
     rope : RotaryEmbedding or dict, optional
         The rotary module, or keyword arguments for one of width
         ``d_model // n_heads``.

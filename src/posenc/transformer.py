@@ -54,7 +54,8 @@ Position enters in one of six ways (``POSITION_METHODS``):
 * ``"alibi"``: :math:`B_h[i, j] = -m_h (i - j)` with the geometric slopes of
   Press et al. (2022);
 * ``"t5"``: :math:`B_h[i, j]` a learned scalar per head and causal T5 bucket
-  of the offset :math:`i - j`.
+  of the offset :math:`i - j` (the score keeps the :math:`1/\sqrt{d_h}` of the
+  other methods, which T5 itself leaves out).
 """
 
 from __future__ import annotations

@@ -50,6 +50,10 @@ def _check_series(x_name: str, x: Any, series: Mapping[str, Any]):
 def shaw_clip_figure(offsets: Any, clipped: Any, max_relative_position: int) -> Figure:
     """The offset ``j - i`` and its clipped value, side by side, as heat maps.
 
+    Each map has its own colour scale: the clipped one uses ``2k + 1``
+    discrete colours, one per learned vector, so it is not washed out by the
+    range of the unclipped offsets.
+
     Parameters
     ----------
     offsets, clipped : array_like
@@ -66,25 +70,30 @@ def shaw_clip_figure(offsets: Any, clipped: Any, max_relative_position: int) -> 
     >>> import numpy as np
     >>> off = np.arange(6)[None, :] - np.arange(6)[:, None]
     >>> fig = shaw_clip_figure(off, np.clip(off, -2, 2), 2)
-    >>> len(fig.axes)
-    3
+    >>> len(fig.axes)  # two heat maps, each with its own colour bar
+    4
     """
     offsets = check_array("offsets", offsets, ndim=2)
     clipped = check_array("clipped", clipped, shape=offsets.shape)
     k = check_integer("max_relative_position", max_relative_position, minimum=0)
     limit = max(float(np.abs(offsets).max()), 1.0)
-    fig, axes = plt.subplots(1, 2, figsize=(9.5, 4.2), layout="constrained", sharey=True)
-    for ax, table, title in (
-        (axes[0], offsets, "offset $b - a$"),
-        (axes[1], clipped, f"clipped to $[-{k}, {k}]$: one learned vector each"),
-    ):
-        image = ax.imshow(
-            table, cmap=CMAP_DIVERGING, vmin=-limit, vmax=limit, interpolation="nearest"
-        )
-        ax.set_title(title)
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2), layout="constrained", sharey=True)
+    left = axes[0].imshow(
+        offsets, cmap=CMAP_DIVERGING, vmin=-limit, vmax=limit, interpolation="nearest"
+    )
+    fig.colorbar(left, ax=axes[0], label="offset (positions)")
+    # the clipped table on its own scale: one colour per learned vector, so
+    # the 2k + 1 values stay as distinct as the offsets on the left
+    levels = plt.get_cmap(CMAP_DIVERGING).resampled(2 * k + 1)
+    right = axes[1].imshow(
+        clipped, cmap=levels, vmin=-k - 0.5, vmax=k + 0.5, interpolation="nearest"
+    )
+    fig.colorbar(right, ax=axes[1], ticks=np.arange(-k, k + 1), label="clipped offset")
+    axes[0].set_title("offset $b - a$")
+    axes[1].set_title(f"clipped to $[-{k}, {k}]$: one learned vector each")
+    for ax in axes:
         ax.set_xlabel("key position $b$ (tokens)")
     axes[0].set_ylabel("query position $a$ (tokens)")
-    fig.colorbar(image, ax=axes, label="offset (positions)")
     return detached(fig)
 
 
@@ -215,7 +224,8 @@ def alibi_figure(distance: Any, slopes: Any) -> Figure:
     which multiplies that key's weight by ``exp(-m_h * d)`` compared with an
     equal key at distance 0. One line per head, on a logarithmic distance
     axis, so steep and flat heads are all visible at once; a dotted line
-    marks ``exp(-1)``, where the penalty reaches 1.
+    marks ``exp(-1)``, where the penalty reaches 1. The legend lists the
+    heads from the steepest slope to the flattest.
 
     Parameters
     ----------
@@ -259,7 +269,18 @@ def alibi_figure(distance: Any, slopes: Any) -> Figure:
     ax.set_ylabel(r"weight kept, $e^{-m_h |b - a|}$")
     ax.set_title("ALiBi: steep heads keep only near keys, flat heads keep far ones")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper right", fontsize="small")
+    # the legend from the steepest head to the flattest, whatever the code's
+    # head order (the authors' code gives the steepest slope to a late head)
+    handles, labels = ax.get_legend_handles_labels()
+    order = np.argsort(-slopes, kind="stable")
+    ax.legend(
+        [handles[i] for i in order],
+        [labels[i] for i in order],
+        loc="upper right",
+        fontsize="small",
+        title="steepest first",
+        title_fontsize="small",
+    )
     return detached(fig)
 
 
