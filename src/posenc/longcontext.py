@@ -622,7 +622,11 @@ def run_grid(config: LongTextConfig, path: str | Path | None = None, *, processe
 
 def load_results(path: str | Path) -> tuple[LongTextConfig, dict[str, Any]]:
     payload = json.loads(Path(path).read_text())
-    return config_from_dict(payload["config"]), payload
+    stored = dict(payload["config"])
+    if "rope_seeds" not in stored:  # written before RoPE had seeds of its own
+        stored["rope_seeds"] = sorted({run["seed"] for run in payload["runs"]
+                                       if run["method"] == "rope"})
+    return config_from_dict(stored), payload
 
 
 def _interval(log_values) -> dict[str, Any]:
