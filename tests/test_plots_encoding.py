@@ -230,6 +230,20 @@ def test_wavelengths_with_several_lengths_and_no_limits():
         plots.plot_wavelengths(8, length=(4, 0))
 
 
+def test_wavelengths_with_a_margin_in_turns():
+    fig = plots.plot_wavelengths(
+        32, bases=(100.0, 10_000.0), length=(64, 4_096), limits=False, turns=0.25
+    )
+    ax = fig.axes[0]
+    marks = [line for line in ax.lines if line.get_marker() != "o"]
+    levels = sorted(line.get_ydata()[0] for line in marks)
+    np.testing.assert_allclose(levels, [2 * np.pi, 4 * 64, 4 * 4_096])
+    labels = ax.get_legend_handles_labels()[1]
+    assert "0.25 turn over $L$ = 4,096" in labels
+    with pytest.raises(ValueError):
+        plots.plot_wavelengths(8, length=4, turns=0.0)
+
+
 def test_pair_circles():
     fig = plots.plot_pair_circles(10, 8, base=100.0, pairs=(0, 3))
     pe = sinusoidal(10, 8, base=100.0)

@@ -39,6 +39,7 @@ def plot_wavelengths(
     *,
     length: int | Sequence[int] | None = None,
     limits: bool = True,
+    turns: float = 1.0,
 ) -> Figure:
     r"""Wavelength :math:`\lambda_i = 2\pi n^{2i/d}` of each pair ``i``, on a log scale.
 
@@ -47,7 +48,10 @@ def plot_wavelengths(
     :math:`2\pi`, the first pair's wavelength; and, with ``length``, a dotted
     line at each ``L``: pairs above it do not complete one period within a
     sequence of that length, and a base whose last pair ends below it turns
-    every pair at least once.
+    every pair at least once. With ``turns`` below 1 each line moves up to
+    ``L / turns``, the wavelength of a pair that makes that many turns over
+    ``L`` positions: a base whose last pair ends above it keeps its slowest
+    pair within that margin.
 
     Parameters
     ----------
@@ -60,6 +64,9 @@ def plot_wavelengths(
     limits : bool
         Draw each base's :math:`2\pi n` line (default); ``False`` leaves
         them out, which keeps a figure of several bases readable.
+    turns : float
+        Draw each length's line at ``L / turns`` (default 1, the length
+        itself); for example 0.25 marks a quarter turn over ``L``.
 
     Returns
     -------
@@ -81,6 +88,7 @@ def plot_wavelengths(
             f"bases must hold between 1 and {len(QUALITATIVE)} values, got {len(bases)}"
         )
     bases = tuple(check_real(f"bases[{a}]", b, positive=True) for a, b in enumerate(bases))
+    turns = check_real("turns", turns, positive=True)
     if length is None:
         lengths: tuple[int, ...] = ()
     elif isinstance(length, Sequence) and not isinstance(length, (str, bytes)):
@@ -118,12 +126,15 @@ def plot_wavelengths(
             )
     ax.axhline(2 * np.pi, color="0.5", linewidth=0.9, label=r"$2\pi$ (pair $i$ = 0)")
     for mark, style in zip(lengths, _LENGTH_STYLES, strict=False):
+        label = f"sequence length $L$ = {_number(mark)}"
+        if turns != 1.0:
+            label = f"{turns:g} turn over $L$ = {_number(mark)}"
         ax.axhline(
-            mark,
+            mark / turns,
             color=_MARK_COLOUR,
             linestyle=style,
             linewidth=1.2,
-            label=f"sequence length $L$ = {_number(mark)}",
+            label=label,
         )
     ax.set_yscale("log")
     ax.set_xlabel(r"pair index $i$ (columns $2i$ and $2i+1$)")
@@ -131,7 +142,8 @@ def plot_wavelengths(
     ax.set_title(
         f"Wavelengths grow geometrically across the pairs ($d$ = {d_model})", fontsize="medium"
     )
-    ax.legend(fontsize="small", loc="upper left")
+    # opaque, so that a line drawn behind the legend does not cross its text
+    ax.legend(fontsize="small", loc="upper left", framealpha=1.0)
     return fig
 
 
