@@ -240,7 +240,10 @@ def plot_signal_ratio(d_values: Any, ratios: Mapping[str, Any]) -> Figure:
         d_values,
         ratios,
         xlabel="width d (columns)",
-        ylabel=r"$\|s\,x\| \,/\, \|\mathrm{PE}_k\|$ with $s = 1$ or $\sqrt{d}$ (no unit)",
+        ylabel=(
+            r"token signal / code: $\|x\|$ or $\|\sqrt{d}\,x\|$"
+            r" over $\|\mathrm{PE}_k\|$ (no unit)"
+        ),
         title="Token signal relative to position signal",
     )
     # Settings can give the same ratios (small embeddings scaled, standard
