@@ -70,6 +70,7 @@ def test_angle_error_figure_floors_zeros_on_log_axes():
     assert ax.get_xscale() == ax.get_yscale() == "log"
     np.testing.assert_array_equal(ax.lines[0].get_ydata(), [1e-9, 1e-3, 0.5, 2.0])
     assert "radians" in ax.get_ylabel()
+    assert "drawn at" not in ax.get_title()  # the floor is no news to a reader
 
 
 def test_alibi_figure_one_line_per_head_on_log_distance():

@@ -211,7 +211,7 @@ def angle_error_figure(positions: Any, errors: Mapping[str, Any]) -> Figure:
     ax.set_ylim(floor / 2, 30)
     ax.set_xlabel("position $a$ (tokens, log scale)")
     ax.set_ylabel("largest angle error over the pairs (radians)")
-    ax.set_title(f"RoPE angles computed in low precision (errors below {floor:g} drawn at it)")
+    ax.set_title("RoPE angles computed in each number format")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right")
     return detached(fig)
