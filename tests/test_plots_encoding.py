@@ -239,7 +239,8 @@ def test_wavelengths_with_a_margin_in_turns():
     levels = sorted(line.get_ydata()[0] for line in marks)
     np.testing.assert_allclose(levels, [2 * np.pi, 4 * 64, 4 * 4_096])
     labels = ax.get_legend_handles_labels()[1]
-    assert "0.25 turn over $L$ = 4,096" in labels
+    # the label names the line's height, L / turns, as well as L
+    assert "$\\lambda$ = 16,384 = $L$ / 0.25: 0.25 turn over $L$ = 4,096" in labels
     with pytest.raises(ValueError):
         plots.plot_wavelengths(8, length=4, turns=0.0)
 

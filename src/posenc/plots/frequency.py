@@ -128,7 +128,11 @@ def plot_wavelengths(
     for mark, style in zip(lengths, _LENGTH_STYLES, strict=False):
         label = f"sequence length $L$ = {_number(mark)}"
         if turns != 1.0:
-            label = f"{turns:g} turn over $L$ = {_number(mark)}"
+            # name the line's height: it sits at L / turns, not at L
+            label = (
+                f"$\\lambda$ = {_number(mark / turns)} = $L$ / {turns:g}: "
+                f"{turns:g} turn over $L$ = {_number(mark)}"
+            )
         ax.axhline(
             mark / turns,
             color=_MARK_COLOUR,
