@@ -87,6 +87,16 @@ def test_frequency_wavelength_figure_data_and_reference_lines():
     assert right.get_yscale() == "log"
 
 
+def test_frequency_wavelength_legend_clear_of_the_dots():
+    fig = plots.frequency_wavelength_figure(512, 10_000.0)
+    right = fig.axes[1]
+    fig.canvas.draw()
+    box = right.get_legend().get_window_extent()
+    dots = right.lines[0].get_xydata()
+    inside = [box.contains(*right.transData.transform(xy)) for xy in dots]
+    assert not any(inside)
+
+
 def test_binary_sinusoidal_figure_images():
     fig = plots.binary_sinusoidal_figure(16, 4, 6, 100.0)
     bits_ax, sin_ax = fig.axes[0], fig.axes[1]

@@ -105,7 +105,9 @@ def frequency_wavelength_figure(d_model: int = 512, base: float = 10_000.0) -> F
         ylabel="wavelength λ (positions)",
         title="Wavelengths: a geometric progression",
     )
-    right.legend(loc="lower right", fontsize="small")
+    # Outside the axes: inside, the legend would sit on the dots or on the
+    # reference lines at the top.
+    right.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize="small")
     fig.suptitle(f"Sinusoidal code, d = {d_model}, n = {base:g}")
     return detached(fig)
 
