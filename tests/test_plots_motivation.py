@@ -89,6 +89,19 @@ def test_grid_marks_cells_that_do_not_apply(table):
     assert len(property_grid(table).axes[0].get_legend().get_texts()) == 2
 
 
+def test_grid_labels_carry_the_pass_lines_asked_for(table):
+    rules = {"proximity": "≥ 0.75", "bounded": "≤ 1"}
+    ax = property_grid(table, pass_rules=rules).axes[0]
+    labels = dict(zip(PROPERTIES, (t.get_text() for t in ax.get_xticklabels()), strict=True))
+    assert labels["proximity"] == "near close, far far\n(agreement, ✓ if ≥ 0.75)"
+    assert labels["bounded"] == "bounded\n(max |entry|, ✓ if ≤ 1)"
+    assert labels["distinct"] == f"{PROPERTY_LABELS['distinct']}\n({PROPERTY_MEASURES['distinct']})"
+    assert "when it earns ✓" in ax.get_xlabel()
+    assert "when it earns" not in property_grid(table).axes[0].get_xlabel()
+    with pytest.raises(ValueError, match="does not have"):
+        property_grid(table, pass_rules={"no such property": "≥ 1"})
+
+
 def test_grid_rejects_an_unknown_not_applicable_cell(table):
     with pytest.raises(ValueError, match="does not have"):
         property_grid(table, not_applicable={("no such code", "proximity"): "x"})

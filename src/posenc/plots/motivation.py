@@ -53,8 +53,20 @@ def _format_value(value: float) -> str:
     return "no code" if math.isnan(value) else f"{value:.3g}"
 
 
+def _column_label(prop: str, rule: str | None) -> str:
+    """A property's name, then what its number measures and, if given, its pass line."""
+    label = PROPERTY_LABELS.get(prop, prop)
+    notes = [PROPERTY_MEASURES[prop]] if prop in PROPERTY_MEASURES else []
+    if rule:
+        notes.append(f"✓ if {rule}")
+    return f"{label}\n({', '.join(notes)})" if notes else label
+
+
 def property_grid(
-    table: PropertyTable, *, not_applicable: Mapping[tuple[str, str], str] | None = None
+    table: PropertyTable,
+    *,
+    not_applicable: Mapping[tuple[str, str], str] | None = None,
+    pass_rules: Mapping[str, str] | None = None,
 ) -> Figure:
     """The property table as a grid: one row per scheme, one column per property.
 
@@ -72,12 +84,18 @@ def property_grid(
     (for instance the order of a learned table before training); the table's
     own verdicts stay as they are.
 
+    A property listed in ``pass_rules`` gets its pass line in its column label,
+    after what the number measures, e.g. ``"(agreement, ✓ if ≥ 0.75)"``, so
+    that a reader sees why a number earns a tick without the text.
+
     Parameters
     ----------
     table : PropertyTable
         From :func:`posenc.properties.property_table`.
     not_applicable : mapping of (scheme, property) to str, optional
         Cells to mark "n/a", each with a note of a word or two shown under it.
+    pass_rules : mapping of property to str, optional
+        The pass line of each listed property, in a few words (``"≥ 0.75"``).
 
     Returns
     -------
@@ -101,6 +119,10 @@ def property_grid(
             raise ValueError(
                 f"not_applicable names a cell the table does not have: {(scheme, prop)!r}"
             )
+    pass_rules = dict(pass_rules or {})
+    for prop in pass_rules:
+        if prop not in table.properties:
+            raise ValueError(f"pass_rules names a property the table does not have: {prop!r}")
     passed = table.passed.astype(float)
     values = table.values
     n_schemes, n_props = passed.shape
@@ -133,21 +155,14 @@ def property_grid(
                 fontsize=9,
                 color="black" if passed[r, c] else "white",
             )
-    ax.set_xticks(
-        range(n_props),
-        [
-            f"{PROPERTY_LABELS.get(p, p)}\n({PROPERTY_MEASURES[p]})"
-            if p in PROPERTY_MEASURES
-            else PROPERTY_LABELS.get(p, p)
-            for p in table.properties
-        ],
-    )
+    ax.set_xticks(range(n_props), [_column_label(p, pass_rules.get(p)) for p in table.properties])
     ax.set_yticks(range(n_schemes), list(table.schemes))
     ax.tick_params(axis="x", labelrotation=25)
     for label in ax.get_xticklabels():
         label.set_horizontalalignment("right")
+    measured = "what it measures, and when it earns ✓" if pass_rules else "what it measures"
     ax.set_xlabel(
-        f"property (number: what it measures), training length L_train = {table.length}, "
+        f"property (number: {measured}), training length L_train = {table.length}, "
         f"d = {table.d_model} columns"
     )
     ax.set_ylabel("candidate position code")
