@@ -73,6 +73,18 @@ def test_angle_error_figure_floors_zeros_on_log_axes():
     assert "drawn at" not in ax.get_title()  # the floor is no news to a reader
 
 
+def test_angle_error_figure_reference_line_is_one_radian():
+    # the caption gives where each format passes a radian: the line must agree
+    fig = plots.angle_error_figure(np.arange(1, 5), {"f16": np.array([0.1, 0.5, 2.0, 3.0])})
+    ax = fig.axes[0]
+    dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert len(dashed) == 1 and set(dashed[0].get_ydata()) == {1.0}
+    assert any(t.get_text().startswith("1 rad") for t in ax.texts)
+    fig = plots.angle_error_figure(np.arange(1, 3), {"f": [0.1, 4.0]}, threshold=np.pi)
+    dashed = [line for line in fig.axes[0].lines if line.get_linestyle() == "--"]
+    assert set(dashed[0].get_ydata()) == {np.pi}
+
+
 def test_alibi_figure_one_line_per_head_on_log_distance():
     distance, slopes = np.arange(1, 1001), alibi_slopes(6)
     fig = plots.alibi_figure(distance, slopes)

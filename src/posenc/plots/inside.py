@@ -170,8 +170,12 @@ def decay_bound_figure(offsets: Any, bounds: Mapping[str, Any]) -> Figure:
     return detached(fig)
 
 
-def angle_error_figure(positions: Any, errors: Mapping[str, Any]) -> Figure:
+def angle_error_figure(positions: Any, errors: Mapping[str, Any], threshold: float = 1.0) -> Figure:
     """Largest error of the RoPE angles at each position, per number format, log scale.
+
+    A dashed line marks ``threshold`` radians (default 1, the fastest pair's
+    step between neighbouring positions): above it, the fastest pair can no
+    longer tell neighbouring positions apart.
 
     Parameters
     ----------
@@ -180,6 +184,8 @@ def angle_error_figure(positions: Any, errors: Mapping[str, Any]) -> Figure:
     errors : mapping of str to array_like
         Label to the largest absolute angle error (radians) at each position;
         zeros are drawn at the bottom of the axis.
+    threshold : float, optional
+        Height of the dashed reference line, in radians.
 
     Returns
     -------
@@ -204,8 +210,13 @@ def angle_error_figure(positions: Any, errors: Mapping[str, Any]) -> Figure:
             linestyle="none",
             label=label,
         )
-    ax.axhline(np.pi, color="black", linestyle="--", linewidth=1)
-    ax.text(positions.min(), np.pi * 1.3, r"$\pi$: the angle is meaningless", fontsize="small")
+    ax.axhline(threshold, color="black", linestyle="--", linewidth=1)
+    ax.text(
+        positions.min(),
+        threshold * 1.4,
+        f"{threshold:g} rad: neighbouring positions blur (fastest pair)",
+        fontsize="small",
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(floor / 2, 30)
