@@ -240,9 +240,44 @@ def test_wavelengths_with_a_margin_in_turns():
     np.testing.assert_allclose(levels, [2 * np.pi, 4 * 64, 4 * 4_096])
     labels = ax.get_legend_handles_labels()[1]
     # the label names the line's height, L / turns, as well as L
-    assert "$\\lambda$ = 16,384 = $L$ / 0.25: 0.25 turn over $L$ = 4,096" in labels
+    assert "0.25 turn over $L$ = 4,096 ($\\lambda$ = 16,384)" in labels
     with pytest.raises(ValueError):
         plots.plot_wavelengths(8, length=4, turns=0.0)
+
+
+def test_wavelengths_with_a_verdict_on_the_last_pair():
+    bases, lengths = (100.0, 10_000.0, 500_000.0), (8_192, 131_072)
+    fig = plots.plot_wavelengths(
+        128, bases=bases, length=lengths, limits=False, turns=0.1, verdict=True
+    )
+    ax = fig.axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    # each base names where its last pair keeps the margin and where not
+    assert labels[:3] == [
+        "$n$ = 100: misses it at 8,192 and 131,072",
+        "$n$ = 10,000: misses it at 8,192 and 131,072",
+        "$n$ = 500,000: keeps the margin at 8,192 and 131,072",
+    ]
+    for base, label in zip(bases, labels, strict=False):
+        last = wavelengths(128, base)[-1]
+        kept = [m for m in lengths if last > m / 0.1]
+        assert ("keeps the margin" in label) == bool(kept)
+    # one ring per base, on its last pair; no line at 2 pi
+    rings = [line for line in ax.lines if line.get_markersize() > 10]
+    assert len(rings) == 3
+    for ring, base in zip(rings, bases, strict=True):
+        assert ring.get_xdata()[0] == 127 // 2
+        np.testing.assert_allclose(ring.get_ydata()[0], wavelengths(128, base)[-1])
+    levels = [line.get_ydata()[0] for line in ax.lines if line.get_marker() != "o"]
+    np.testing.assert_allclose(sorted(levels), [81_920, 1_310_720])
+    mixed = plots.plot_wavelengths(
+        128, bases=(10_000.0,), length=(4_096, 8_192), turns=0.1, verdict=True
+    )
+    assert mixed.axes[0].get_legend_handles_labels()[1][0] == (
+        "$n$ = 10,000: keeps the margin at 4,096; misses it at 8,192"
+    )
+    with pytest.raises(ValueError, match="verdict"):
+        plots.plot_wavelengths(8, verdict=True)
 
 
 def test_pair_circles():

@@ -40,6 +40,7 @@ def plot_wavelengths(
     length: int | Sequence[int] | None = None,
     limits: bool = True,
     turns: float = 1.0,
+    verdict: bool = False,
 ) -> Figure:
     r"""Wavelength :math:`\lambda_i = 2\pi n^{2i/d}` of each pair ``i``, on a log scale.
 
@@ -67,6 +68,11 @@ def plot_wavelengths(
     turns : float
         Draw each length's line at ``L / turns`` (default 1, the length
         itself); for example 0.25 marks a quarter turn over ``L``.
+    verdict : bool
+        With ``length``: ring each base's last pair, the one the margin
+        tests, name in its legend entry the lengths at which it keeps the
+        margin (ends above the line) and those at which it does not, and
+        leave out the line at :math:`2\pi`.
 
     Returns
     -------
@@ -102,11 +108,21 @@ def plot_wavelengths(
         )
     else:
         lengths = (check_integer("length", length, minimum=1),)
+    if verdict and not lengths:
+        raise ValueError("verdict needs at least one length to test")
 
     fig = _new_figure(7.0, 4.2)
     ax = fig.subplots()
     for a, base in enumerate(bases):
         lam = wavelengths(d_model, base)
+        label = f"$n$ = {_number(base)}"
+        if verdict:
+            # the last pair keeps the margin at L when it ends above L / turns
+            kept = [_number(m) for m in lengths if lam[-1] > m / turns]
+            lost = [_number(m) for m in lengths if lam[-1] <= m / turns]
+            parts = [f"keeps the margin at {' and '.join(kept)}"] if kept else []
+            parts += [f"misses it at {' and '.join(lost)}"] if lost else []
+            label += ": " + "; ".join(parts)
         ax.plot(
             np.arange(lam.size),
             lam,
@@ -114,8 +130,19 @@ def plot_wavelengths(
             marker="o",
             markersize=3,
             linewidth=1.0,
-            label=f"$n$ = {_number(base)}",
+            label=label,
         )
+        if verdict:
+            ax.plot(
+                [lam.size - 1],
+                [lam[-1]],
+                linestyle="none",
+                marker="o",
+                markersize=11,
+                markerfacecolor="none",
+                markeredgecolor="black",
+                markeredgewidth=1.4,
+            )
         if limits:
             ax.axhline(
                 2 * np.pi * base,
@@ -124,14 +151,15 @@ def plot_wavelengths(
                 linewidth=0.9,
                 label=f"$2\\pi n$ = {_number(2 * np.pi * base)} (never reached)",
             )
-    ax.axhline(2 * np.pi, color="0.5", linewidth=0.9, label=r"$2\pi$ (pair $i$ = 0)")
+    if not verdict:
+        ax.axhline(2 * np.pi, color="0.5", linewidth=0.9, label=r"$2\pi$ (pair $i$ = 0)")
     for mark, style in zip(lengths, _LENGTH_STYLES, strict=False):
         label = f"sequence length $L$ = {_number(mark)}"
         if turns != 1.0:
-            # name the line's height: it sits at L / turns, not at L
+            # name the margin first, then the line's height, L / turns
             label = (
-                f"$\\lambda$ = {_number(mark / turns)} = $L$ / {turns:g}: "
-                f"{turns:g} turn over $L$ = {_number(mark)}"
+                f"{turns:g} turn over $L$ = {_number(mark)} "
+                f"($\\lambda$ = {_number(mark / turns)})"
             )
         ax.axhline(
             mark / turns,
@@ -143,9 +171,10 @@ def plot_wavelengths(
     ax.set_yscale("log")
     ax.set_xlabel(r"pair index $i$ (columns $2i$ and $2i+1$)")
     ax.set_ylabel(r"wavelength $\lambda_i$ (positions, log scale)")
-    ax.set_title(
-        f"Wavelengths grow geometrically across the pairs ($d$ = {d_model})", fontsize="medium"
-    )
+    title = f"Wavelengths grow geometrically across the pairs ($d$ = {d_model})"
+    if verdict:
+        title = f"The last pair decides: above a line keeps the margin ($d$ = {d_model})"
+    ax.set_title(title, fontsize="medium")
     # opaque, so that a line drawn behind the legend does not cross its text
     ax.legend(fontsize="small", loc="upper left", framealpha=1.0)
     return fig
