@@ -190,6 +190,19 @@ def test_comparison_figure_widens_with_confidence_and_labels_verdicts():
         plots.comparison_figure(_comparisons(), 0.03, confidence=1.0)
 
 
+def test_comparison_figure_takes_a_family_per_panel_and_one_scale():
+    codes = list(dict.fromkeys(c.code for c in _comparisons()))
+    each = plots.comparison_figure(_comparisons(), 0.03, family=dict.fromkeys(codes, 10))
+    alike = plots.comparison_figure(_comparisons(), 0.03, family=10)
+    assert "for each panel's comparisons together" in each.texts[0].get_text()
+    for a, b in zip(each.axes, alike.axes, strict=True):
+        assert a.get_xlim() == pytest.approx(b.get_xlim())
+    shared = plots.comparison_figure(_comparisons(), 0.03, sharex=True)
+    assert shared.axes[0].get_xlim() == pytest.approx(shared.axes[1].get_xlim())
+    with pytest.raises(ValueError, match="family must give a size"):
+        plots.comparison_figure(_comparisons(), 0.03, family={codes[0]: 10})
+
+
 def test_budget_figure_draws_points():
     steps = np.array([0, 100, 200])
     curve = np.array([[0.0, 0.05, 0.02], [0.0, 0.01, -0.01], [0.0, 0.09, 0.05]])

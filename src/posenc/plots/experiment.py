@@ -330,7 +330,8 @@ def comparison_figure(
     margin: float,
     confidence: float = 0.95,
     titles: Mapping[str, str] | None = None,
-    family: int | None = None,
+    family: int | Mapping[str, int] | None = None,
+    sharex: bool = False,
 ) -> Figure:
     """Concatenated minus added, with its Welch interval, for every regime and code.
 
@@ -346,10 +347,14 @@ def comparison_figure(
     titles : mapping of str to str, optional
         The title of each code's panel (default ``"<code> codes"``), e.g. to
         show two families of one code side by side under other names.
-    family : int, optional
+    family : int or mapping of str to int, optional
         If given, the intervals hold for ``family`` comparisons together at
         ``confidence`` (Bonferroni: each at ``1 - (1 - confidence) / family``),
-        and the title says so; otherwise each interval holds alone.
+        and the title says so; otherwise each interval holds alone. A mapping
+        gives each code's panel its own family size.
+    sharex : bool
+        Draw every panel on one horizontal scale, so that equal differences
+        look equally large.
 
     Returns
     -------
@@ -363,15 +368,23 @@ def comparison_figure(
     confidence = check_real("confidence", confidence, minimum=0.0, maximum=1.0)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    if family is not None:
-        if int(family) != family or family < 1:
-            raise ValueError(f"family must be a positive integer, got {family}")
-        each = 1.0 - (1.0 - confidence) / family
-        reach = f"{100 * confidence:.4g}% intervals for all {family} comparisons together"
-    else:
-        each = confidence
-        reach = f"{100 * confidence:.4g}% interval for each comparison alone"
     codes = list(dict.fromkeys(c.code for c in comparisons))
+    sizes = family if isinstance(family, Mapping) else dict.fromkeys(codes, family)
+    if isinstance(family, Mapping) and set(family) != set(codes):
+        raise ValueError(f"family must give a size for each of {codes}, got {list(family)}")
+    for size in sizes.values():
+        if size is not None and (int(size) != size or size < 1):
+            raise ValueError(f"family must be a positive integer, got {size}")
+    each = {
+        code: confidence if size is None else 1.0 - (1.0 - confidence) / size
+        for code, size in sizes.items()
+    }
+    if family is None:
+        reach = f"{100 * confidence:.4g}% interval for each comparison alone"
+    elif isinstance(family, Mapping):
+        reach = f"{100 * confidence:.4g}% intervals for each panel's comparisons together"
+    else:
+        reach = f"{100 * confidence:.4g}% intervals for all {family} comparisons together"
     regimes = list(dict.fromkeys(c.regime for c in comparisons))
     fig, axes = plt.subplots(
         1,
@@ -380,6 +393,7 @@ def comparison_figure(
         layout="constrained",
         squeeze=False,
         sharey=True,
+        sharex=sharex,
     )
     for ax, code, colour in zip(axes[0], codes, (_colour(0), _colour(1)), strict=False):
         ax.axvspan(
@@ -394,7 +408,7 @@ def comparison_figure(
             if c.code != code:
                 continue
             y = len(regimes) - 1 - regimes.index(c.regime)
-            _, low, high = difference_interval(c.concat, c.added, each)
+            _, low, high = difference_interval(c.concat, c.added, each[code])
             ax.errorbar(
                 100 * c.difference,
                 y,
