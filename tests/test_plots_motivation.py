@@ -102,6 +102,22 @@ def test_grid_labels_carry_the_pass_lines_asked_for(table):
         property_grid(table, pass_rules={"no such property": "≥ 1"})
 
 
+def test_grid_can_show_marks_and_notes_without_numbers(table):
+    scheme, prop = table.schemes[0], table.properties[0]
+    ax = property_grid(table, show_values=False, notes={(scheme, prop): "grows"}).axes[0]
+    texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t for t in ax.texts}
+    assert len(texts) == table.passed.size
+    for (r, c), text in texts.items():
+        mark = "✓" if table.passed[r, c] else "✗"
+        assert text.get_text() == (f"{mark}\ngrows" if (r, c) == (0, 0) else mark)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        PROPERTY_LABELS[p] for p in table.properties
+    ]
+    assert "number" not in ax.get_xlabel() and "L_train" in ax.get_xlabel()
+    with pytest.raises(ValueError, match="does not have"):
+        property_grid(table, notes={("no such code", prop): "x"})
+
+
 def test_grid_rejects_an_unknown_not_applicable_cell(table):
     with pytest.raises(ValueError, match="does not have"):
         property_grid(table, not_applicable={("no such code", "proximity"): "x"})

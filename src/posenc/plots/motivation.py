@@ -67,6 +67,8 @@ def property_grid(
     *,
     not_applicable: Mapping[tuple[str, str], str] | None = None,
     pass_rules: Mapping[str, str] | None = None,
+    show_values: bool = True,
+    notes: Mapping[tuple[str, str], str] | None = None,
 ) -> Figure:
     """The property table as a grid: one row per scheme, one column per property.
 
@@ -88,6 +90,11 @@ def property_grid(
     after what the number measures, e.g. ``"(agreement, ✓ if ≥ 0.75)"``, so
     that a reader sees why a number earns a tick without the text.
 
+    With ``show_values=False`` the grid shows the marks alone, and the column
+    labels the property names alone, for a page that gives the numbers
+    elsewhere. A cell listed in ``notes`` shows its note (a word or two, such
+    as why a cross is a cross) under the mark instead of the number.
+
     Parameters
     ----------
     table : PropertyTable
@@ -96,6 +103,11 @@ def property_grid(
         Cells to mark "n/a", each with a note of a word or two shown under it.
     pass_rules : mapping of property to str, optional
         The pass line of each listed property, in a few words (``"≥ 0.75"``).
+    show_values : bool, default True
+        Print the measured number under each mark, and what it measures under
+        each property's name.
+    notes : mapping of (scheme, property) to str, optional
+        Cells whose note replaces the number under the mark.
 
     Returns
     -------
@@ -119,6 +131,10 @@ def property_grid(
             raise ValueError(
                 f"not_applicable names a cell the table does not have: {(scheme, prop)!r}"
             )
+    notes = dict(notes or {})
+    for scheme, prop in notes:
+        if scheme not in table.schemes or prop not in table.properties:
+            raise ValueError(f"notes names a cell the table does not have: {(scheme, prop)!r}")
     pass_rules = dict(pass_rules or {})
     for prop in pass_rules:
         if prop not in table.properties:
@@ -146,24 +162,34 @@ def property_grid(
                 )
                 continue
             mark = "✓" if passed[r, c] else "✗"
+            if (scheme, prop) in notes:
+                under = f"\n{notes[scheme, prop]}"
+            elif show_values:
+                under = f"\n{_format_value(values[r, c])}"
+            else:
+                under = ""
             ax.text(
                 c,
                 r,
-                f"{mark}\n{_format_value(values[r, c])}",
+                f"{mark}{under}",
                 ha="center",
                 va="center",
                 fontsize=9,
                 color="black" if passed[r, c] else "white",
             )
-    ax.set_xticks(range(n_props), [_column_label(p, pass_rules.get(p)) for p in table.properties])
+    labels = [
+        _column_label(p, pass_rules.get(p)) if show_values else PROPERTY_LABELS.get(p, p)
+        for p in table.properties
+    ]
+    ax.set_xticks(range(n_props), labels)
     ax.set_yticks(range(n_schemes), list(table.schemes))
     ax.tick_params(axis="x", labelrotation=25)
     for label in ax.get_xticklabels():
         label.set_horizontalalignment("right")
     measured = "what it measures, and when it earns ✓" if pass_rules else "what it measures"
+    sizes = f"training length L_train = {table.length}, d = {table.d_model} columns"
     ax.set_xlabel(
-        f"property (number: {measured}), training length L_train = {table.length}, "
-        f"d = {table.d_model} columns"
+        f"property (number: {measured}), {sizes}" if show_values else f"property, {sizes}"
     )
     ax.set_ylabel("candidate position code")
     ax.set_title("Which position codes have which property")
