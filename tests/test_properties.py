@@ -282,6 +282,14 @@ def test_length_invariant_schemes(scheme):
     assert check_length_invariant(scheme, 16, 16).passed
 
 
+def test_zero_change_reads_plainly():
+    # A change of exactly 0 is said in words, not as "up to 0".
+    assert str(check_length_invariant(index_encoding, 8, 4)) == "✓ no code changes with the length"
+    assert str(check_deterministic(sinusoidal, 8, 4)) == "✓ two calls agree exactly"
+    moved = check_length_invariant(index_over_length_encoding, 4, 1)
+    assert moved.detail == "a code changes by up to 0.25 with the length"
+
+
 def test_deterministic():
     rng = np.random.default_rng(3)
     fresh_random = check_deterministic(lambda length, d: rng.normal(size=(length, d)), 6, 4)

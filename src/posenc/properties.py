@@ -420,7 +420,12 @@ def check_length_invariant(
     change = max(
         float(np.abs(_codes(scheme, m, d_model) - full[:m]).max()) for m in range(1, length)
     )
-    return Check(change <= tol, change, f"a code changes by up to {_fmt(change)} with the length")
+    detail = (
+        "no code changes with the length"
+        if change == 0
+        else f"a code changes by up to {_fmt(change)} with the length"
+    )
+    return Check(change <= tol, change, detail)
 
 
 def check_deterministic(scheme: Scheme, length: int, d_model: int) -> Check:
@@ -437,7 +442,8 @@ def check_deterministic(scheme: Scheme, length: int, d_model: int) -> Check:
     second = _codes(scheme, length, d_model)
     change = float(np.abs(first - second).max())
     same = bool(np.array_equal(first, second))
-    return Check(same, change, f"two calls differ by up to {_fmt(change)}")
+    detail = "two calls agree exactly" if same else f"two calls differ by up to {_fmt(change)}"
+    return Check(same, change, detail)
 
 
 def check_defined_beyond(
