@@ -142,3 +142,22 @@ def test_rope_view_draws_score_and_bound():
 def test_bad_input(call, error):
     with pytest.raises(error):
         call()
+
+
+def test_angle_error_figure_per_step_marks_the_share_and_the_rule_of_thumb():
+    # chapter 6 draws the share of a step with a 5% line and position * u
+    at = np.array([1.0, 10.0, 100.0, 1000.0])
+    share = {"f16": np.array([0.0, 0.005, 0.05, np.inf]), "f32": at * 1e-7}
+    fig = plots.angle_error_figure(at, share, 0.05, per_step=True, guides={"f16": 2.0**-11})
+    ax = fig.axes[0]
+    dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert len(dashed) == 1 and set(dashed[0].get_ydata()) == {0.05}
+    assert any(t.get_text().startswith("5% of a step") for t in ax.texts)
+    assert "share of a step" in ax.get_ylabel()
+    dotted = [line for line in ax.lines if line.get_linestyle() == ":"]
+    assert len(dotted) == 1
+    np.testing.assert_allclose(dotted[0].get_ydata(), at * 2.0**-11)
+    assert dotted[0].get_color() == ax.lines[0].get_color()
+    assert np.isnan(ax.lines[0].get_ydata()[-1])  # an overflow is not drawn
+    with pytest.raises(ValueError, match="guides"):
+        plots.angle_error_figure(at, share, per_step=True, guides={"bf16": 0.004})

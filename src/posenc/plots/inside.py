@@ -35,14 +35,14 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 FLOOR = 1e-3
 
 
-def _check_series(x_name: str, x: Any, series: Mapping[str, Any]):
+def _check_series(x_name: str, x: Any, series: Mapping[str, Any], *, finite: bool = True):
     x = check_array(x_name, x, ndim=1)
     if not isinstance(series, Mapping) or not series:
         raise TypeError(f"series must be a non-empty mapping of label to values, got {series!r}")
     if len(series) > len(QUALITATIVE):
         raise ValueError(f"at most {len(QUALITATIVE)} series can be drawn, got {len(series)}")
     return x, {
-        str(label): check_array(f"series {label!r}", values, shape=(x.size,))
+        str(label): check_array(f"series {label!r}", values, shape=(x.size,), finite=finite)
         for label, values in series.items()
     }
 
@@ -170,22 +170,40 @@ def decay_bound_figure(offsets: Any, bounds: Mapping[str, Any]) -> Figure:
     return detached(fig)
 
 
-def angle_error_figure(positions: Any, errors: Mapping[str, Any], threshold: float = 1.0) -> Figure:
+def angle_error_figure(
+    positions: Any,
+    errors: Mapping[str, Any],
+    threshold: float = 1.0,
+    *,
+    per_step: bool = False,
+    guides: Mapping[str, float] | None = None,
+) -> Figure:
     """Largest error of the RoPE angles at each position, per number format, log scale.
 
-    A dashed line marks ``threshold`` radians (default 1, the fastest pair's
-    step between neighbouring positions): above it, the fastest pair can no
-    longer tell neighbouring positions apart.
+    By default the errors are in radians and a dashed line marks
+    ``threshold`` radians (default 1, the fastest pair's step between
+    neighbouring positions): above it, the fastest pair can no longer tell
+    neighbouring positions apart. With ``per_step=True`` the errors are
+    shares of each pair's step (the angle between neighbouring positions),
+    and the dashed line marks that share (pass e.g. ``threshold=0.05``).
 
     Parameters
     ----------
     positions : array_like
         Shape ``(n,)``, positive.
     errors : mapping of str to array_like
-        Label to the largest absolute angle error (radians) at each position;
-        zeros are drawn at the bottom of the axis.
+        Label to the largest angle error at each position, in radians or,
+        with ``per_step``, as a share of a step; zeros are drawn at the
+        bottom of the axis and values that are not finite (a format's
+        overflow) are not drawn.
     threshold : float, optional
-        Height of the dashed reference line, in radians.
+        Height of the dashed reference line.
+    per_step : bool, optional
+        Whether the errors are shares of a step rather than radians.
+    guides : mapping of str to float, optional
+        Label of a series to a relative precision ``u``: a dotted line
+        ``positions * u`` in that series' colour, the rule of thumb for the
+        share of a step that rounding costs.
 
     Returns
     -------
@@ -197,10 +215,18 @@ def angle_error_figure(positions: Any, errors: Mapping[str, Any], threshold: flo
     >>> fig.axes[0].get_yscale()
     'log'
     """
-    positions, errors = _check_series("positions", positions, errors)
+    positions, errors = _check_series("positions", positions, errors, finite=False)
+    guides = {} if guides is None else dict(guides)
+    unknown = set(guides) - set(errors)
+    if unknown:
+        raise ValueError(f"guides name no series: {sorted(unknown)}")
     fig, ax = plt.subplots(figsize=(8.0, 4.2), layout="constrained")
     floor = 1e-9
+    top = 30.0
     for (label, values), colour, marker in zip(errors.items(), QUALITATIVE, _MARKERS, strict=False):
+        values = np.where(np.isfinite(values), values, np.nan)
+        if per_step and np.any(np.isfinite(values)):
+            top = max(top, 3 * float(np.nanmax(values)))
         ax.plot(
             positions,
             np.maximum(values, floor),
@@ -210,18 +236,21 @@ def angle_error_figure(positions: Any, errors: Mapping[str, Any], threshold: flo
             linestyle="none",
             label=label,
         )
+        if label in guides:
+            ax.plot(positions, positions * guides[label], color=colour, linestyle=":", linewidth=1)
     ax.axhline(threshold, color="black", linestyle="--", linewidth=1)
-    ax.text(
-        positions.min(),
-        threshold * 1.4,
-        f"{threshold:g} rad: neighbouring positions blur (fastest pair)",
-        fontsize="small",
-    )
+    if per_step:
+        note = f"{threshold:.0%} of a step: neighbouring positions blur"
+        ylabel = "largest error over the pairs (share of a step)"
+    else:
+        note = f"{threshold:g} rad: neighbouring positions blur (fastest pair)"
+        ylabel = "largest angle error over the pairs (radians)"
+    ax.text(positions.min(), threshold * 1.4, note, fontsize="small")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_ylim(floor / 2, 30)
+    ax.set_ylim(floor / 2, top)
     ax.set_xlabel("position $a$ (tokens, log scale)")
-    ax.set_ylabel("largest angle error over the pairs (radians)")
+    ax.set_ylabel(ylabel)
     ax.set_title("RoPE angles computed in each number format")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower right")
