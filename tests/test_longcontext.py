@@ -222,7 +222,7 @@ def _answer_snippet():
 @pytest.mark.parametrize("rule", ["yarn", "llama3"])
 def test_the_answer_box_config_runs_and_sets_the_rule(tmp_path, rule):
     # The snippet runs as printed on a saved random Llama (nothing downloaded),
-    # with "# or llama3" taken at its word, and the model it loads rotates by
+    # with "# or yarn" taken at its word, and the model it loads rotates by
     # the frequencies of the rule: posenc's, to float32 rounding.
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -235,9 +235,9 @@ def test_the_answer_box_config_runs_and_sets_the_rule(tmp_path, rule):
     torch.manual_seed(0)
     transformers.LlamaForCausalLM(config).save_pretrained(tmp_path)
     code = _answer_snippet()
-    assert "update(yarn)  # or llama3" in code
-    if rule == "llama3":
-        code = code.replace("update(yarn)", "update(llama3)")
+    assert "update(llama3)  # or yarn" in code
+    if rule == "yarn":
+        code = code.replace("update(llama3)", "update(yarn)")
     scope = {"AutoConfig": transformers.AutoConfig, "name": str(tmp_path),
              "AutoModelForCausalLM": transformers.AutoModelForCausalLM}
     exec(code, scope)
