@@ -158,10 +158,16 @@ def test_cosine_distance_offset_figure_data():
     np.testing.assert_allclose(
         right.lines[0].get_ydata(), offset_cosine_distance(offsets, 512, 100.0)
     )
-    # The wide limits: dashed, drawn above the curves, named in the legend
+    # The wide limits: dashed, drawn below the curves (a curve that follows its
+    # limit stays visible) and wider than them, named in the legend
     limit = right.lines[-1]
     np.testing.assert_allclose(limit.get_ydata(), cosine_distance_wide_limit(offsets, 100.0))
-    assert limit.get_linestyle() == "--" and limit.get_zorder() > right.lines[0].get_zorder()
+    assert limit.get_linestyle() == "--" and limit.get_zorder() < right.lines[0].get_zorder()
+    assert limit.get_linewidth() > right.lines[0].get_linewidth()
+    for ax in (left, right):
+        curves = [line for line in ax.lines if line.get_linestyle() != "--"]
+        dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
+        assert min(c.get_zorder() for c in curves) > max(c.get_zorder() for c in dashed)
     assert "wide limit, each n" in [t.get_text() for t in right.get_legend().get_texts()]
     assert "n = 100" in [t.get_text() for t in right.get_legend().get_texts()]
     assert left.get_xscale() == "log" and labelled(left) and right.get_xlabel()

@@ -330,11 +330,14 @@ def cosine_distance_offset_figure(
     }
     limit = cosine_distance_wide_limit(offsets, base_for_widths)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained", sharey=True)
-    # The wide limit is drawn black, dashed and on top of the coloured curves:
-    # a wide code follows it so closely that it would otherwise be hidden.
-    limit_style = {"color": "black", "linestyle": "--", "linewidth": 1.2, "zorder": 3}
+    # The coloured curves are drawn on top, so none hides under the limit
+    # (n = 100 follows it closely). The limit is dashed, black and wider, so it
+    # shows on both sides of a curve that follows it, and the curves are
+    # slightly transparent, so it shows through the scatter of narrow codes.
+    limit_style = {"color": "black", "linestyle": "--", "linewidth": 2.6, "zorder": 2}
+    curve_style = {"linewidth": 1.0, "alpha": 0.8, "zorder": 3}
     for (d, values), colour in zip(by_width.items(), QUALITATIVE, strict=False):
-        left.semilogx(offsets, values, color=colour, label=f"d = {d}")
+        left.semilogx(offsets, values, color=colour, label=f"d = {d}", **curve_style)
     left.semilogx(offsets, limit, label="wide limit", **limit_style)
     left.set(
         xlabel="offset φ (positions)",
@@ -342,7 +345,7 @@ def cosine_distance_offset_figure(
         title=f"n = {base_for_widths:,.0f}: the width sets the wiggles",
     )
     for (n, (values, _)), colour in zip(by_base.items(), QUALITATIVE, strict=False):
-        right.semilogx(offsets, values, color=colour, label=f"n = {n:,.0f}")
+        right.semilogx(offsets, values, color=colour, label=f"n = {n:,.0f}", **curve_style)
     for index, (_, wide) in enumerate(by_base.values()):
         label = "wide limit, each n" if index == 0 else None
         right.semilogx(offsets, wide, label=label, **limit_style)
