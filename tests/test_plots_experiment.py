@@ -66,6 +66,19 @@ def test_readout_figure_marks_the_ratios_it_is_given():
         plots.readout_figure([8, 16], {"x1": acc}, [0.5, 2.0], acc, 16, marks={"c": -1.0})
 
 
+def test_readout_figure_gives_each_scaling_the_colour_it_is_given():
+    acc = np.ones((2, 2))
+    by_width = {"small": acc, "large": acc}
+    fig = plots.readout_figure([8, 16], by_width, [0.5, 2.0], acc, 16, colours={"large": "#E69F00"})
+    left, right = fig.axes
+    colours = [line.get_color() for line in left.get_lines()]
+    assert colours[2:] == ["#E69F00", "#E69F00"]  # token and position, large
+    assert colours[0] == colours[1] != "#E69F00"  # small keeps the palette
+    token, position = right.get_lines()[:2]
+    assert token.get_color() == position.get_color() == "0.2"
+    assert (token.get_marker(), position.get_marker()) == ("o", "s")
+
+
 def test_score_term_figure_bars_are_means_with_min_max_errors():
     sizes = {"a": np.array([[1.0, 3.0]] * 4), "b": np.arange(8.0).reshape(4, 2)}
     fig = plots.score_term_figure(sizes, "terms")
@@ -201,6 +214,20 @@ def test_comparison_figure_takes_a_family_per_panel_and_one_scale():
     assert shared.axes[0].get_xlim() == pytest.approx(shared.axes[1].get_xlim())
     with pytest.raises(ValueError, match="family must give a size"):
         plots.comparison_figure(_comparisons(), 0.03, family={codes[0]: 10})
+
+
+def test_comparison_figure_colours_each_panel_as_asked():
+    def colours(ax):
+        return {line.get_color() for line in ax.get_lines() if line.get_marker() == "o"}
+
+    fig = plots.comparison_figure(
+        _comparisons(), 0.03, colours={"sinusoidal": "#E69F00", "learned": "#E69F00"}
+    )
+    assert colours(fig.axes[0]) == colours(fig.axes[1]) == {"#E69F00"}
+    default = plots.comparison_figure(_comparisons(), 0.03)
+    assert colours(default.axes[0]) != colours(default.axes[1])
+    with pytest.raises(ValueError, match="colours must give a colour"):
+        plots.comparison_figure(_comparisons(), 0.03, colours={"sinusoidal": "k"})
 
 
 def test_budget_figure_draws_points():

@@ -99,6 +99,7 @@ def readout_figure(
     by_ratio: np.ndarray,
     d_fixed: int,
     marks: Mapping[str, float] | None = None,
+    colours: Mapping[str, str] | None = None,
 ) -> Figure:
     """Linear read-out of token and position from their sum: against ``d``, and against scale.
 
@@ -119,6 +120,12 @@ def readout_figure(
     marks : mapping of str to float, optional
         Ratios to mark on the right panel with a vertical line, by legend
         label (default: the ratio sqrt(2) that the sqrt(d_model) factor gives).
+    colours : mapping of str to str, optional
+        The colour of each scaling of the left panel, by its key in
+        ``by_width`` (default: the palette in order), so that a page can give
+        one colour one meaning across its figures. The right panel, which
+        varies the scaling itself, draws token and position in dark grey,
+        told apart by their markers as on the left.
 
     Returns
     -------
@@ -138,7 +145,7 @@ def readout_figure(
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.9), layout="constrained")
     for index, (label, acc) in enumerate(by_width.items()):
         acc = check_array(f"by_width[{label!r}]", acc, shape=(d_values.size, 2))
-        colour = _colour(index)
+        colour = colours[label] if colours and label in colours else _colour(index)
         left.plot(d_values, 100 * acc[:, 0], "o-", color=colour, label=f"token, {label}")
         left.plot(d_values, 100 * acc[:, 1], "s--", color=colour, label=f"position, {label}")
     left.set_xscale("log", base=2)
@@ -148,8 +155,8 @@ def readout_figure(
     left.set_title("Against the width")
     left.set_ylim(0, 104)
     left.legend(frameon=False, fontsize="small")
-    right.plot(ratios, 100 * by_ratio[:, 0], "o-", color=_colour(0), label="token")
-    right.plot(ratios, 100 * by_ratio[:, 1], "s--", color=_colour(1), label="position")
+    right.plot(ratios, 100 * by_ratio[:, 0], "o-", color="0.2", label="token")
+    right.plot(ratios, 100 * by_ratio[:, 1], "s--", color="0.2", label="position")
     if marks is None:
         marks = {r"ratio $\sqrt{2}$": float(np.sqrt(2))}
     for index, (label, ratio) in enumerate(marks.items()):
@@ -332,6 +339,7 @@ def comparison_figure(
     titles: Mapping[str, str] | None = None,
     family: int | Mapping[str, int] | None = None,
     sharex: bool = False,
+    colours: Mapping[str, str] | None = None,
 ) -> Figure:
     """Concatenated minus added, with its Welch interval, for every regime and code.
 
@@ -355,6 +363,9 @@ def comparison_figure(
     sharex : bool
         Draw every panel on one horizontal scale, so that equal differences
         look equally large.
+    colours : mapping of str to str, optional
+        The colour of each code's panel (default: the palette in order), so
+        that a page can give one colour one meaning across its figures.
 
     Returns
     -------
@@ -395,7 +406,12 @@ def comparison_figure(
         sharey=True,
         sharex=sharex,
     )
-    for ax, code, colour in zip(axes[0], codes, (_colour(0), _colour(1)), strict=False):
+    if colours is not None and set(colours) != set(codes):
+        raise ValueError(f"colours must give a colour for each of {codes}, got {list(colours)}")
+    panel_colours = [
+        colours[code] if colours is not None else _colour(index) for index, code in enumerate(codes)
+    ]
+    for ax, code, colour in zip(axes[0], codes, panel_colours, strict=True):
         ax.axvspan(
             -100 * margin,
             100 * margin,
