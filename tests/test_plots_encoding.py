@@ -302,6 +302,7 @@ def test_pair_circles():
         lambda: plots.plot_pca_projection(30, 8),
         lambda: plots.plot_wavelengths(8),
         lambda: plots.plot_pair_circles(30, 8, pairs=(0,)),
+        lambda: plots.plot_distance_from_start(30, 8, window=5),
     ],
 )
 def test_every_figure_has_a_title_and_units(call):
@@ -403,3 +404,37 @@ def test_cvd_heatmaps_show_the_simulated_table():
     assert "column j" in all_text(fig) and "position k" in all_text(fig)
     with pytest.raises(ValueError, match="length"):
         plots.plot_cvd_heatmaps(0, 8)
+
+
+def test_distance_from_start_draws_the_distance_and_its_average():
+    bases = (100.0, 10_000.0)
+    fig = plots.plot_distance_from_start(200, 16, bases=bases, window=21)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 4
+    for b, base in enumerate(bases):
+        raw, mean = ax.lines[2 * b], ax.lines[2 * b + 1]
+        dist = cosine_distance_matrix(sinusoidal(200, 16, base))[0]
+        np.testing.assert_allclose(raw.get_ydata(), dist, atol=1e-12)
+        np.testing.assert_array_equal(mean.get_xdata(), np.arange(10, 190))
+        # the bold line at k is the mean of the distances at k - 10 .. k + 10
+        expected = [dist[k - 10 : k + 11].mean() for k in range(10, 190)]
+        np.testing.assert_allclose(mean.get_ydata(), expected, atol=1e-12)
+        assert mean.get_linewidth() > raw.get_linewidth()
+    # the legend names each base and the turns of its slowest pair
+    turns = [199 / wavelengths(16, base)[-1] for base in bases]
+    assert ax.get_legend_handles_labels()[1] == [
+        f"$n$ = 100: slowest pair turns {turns[0]:.2g} times",
+        f"$n$ = 10,000: slowest pair turns {turns[1]:.2g} times",
+    ]
+    styles = {ax.lines[2 * b + 1].get_linestyle() for b in range(2)}
+    assert len(styles) == 2  # told apart by more than colour
+    assert ax.get_xlabel() == "position $k$ (tokens)"
+    assert ax.get_ylabel() == "cosine distance from position 0 (no unit)"
+    with pytest.raises(ValueError, match="window"):
+        plots.plot_distance_from_start(20, 8, window=4)
+    with pytest.raises(ValueError, match="window"):
+        plots.plot_distance_from_start(20, 8, window=21)
+    with pytest.raises(ValueError, match="even"):
+        plots.plot_distance_from_start(20, 7, window=3)
+    with pytest.raises(ValueError, match="bases"):
+        plots.plot_distance_from_start(20, 8, bases=(1.0,) * 5, window=3)

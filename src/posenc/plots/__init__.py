@@ -32,7 +32,7 @@ from .experiment import (
     score_term_figure,
 )
 from .extrapolation import extension_figure, extrapolation_figure, scale_factor_figure
-from .frequency import plot_pair_circles, plot_wavelengths
+from .frequency import plot_distance_from_start, plot_pair_circles, plot_wavelengths
 from .implementation import (
     plot_float_precision,
     plot_layouts,
@@ -90,6 +90,7 @@ __all__ = [
     "plot_columns_against_position",
     "plot_cvd_heatmaps",
     "plot_distance_against_offset",
+    "plot_distance_from_start",
     "plot_encoding_heatmap",
     "plot_float_precision",
     "plot_layouts",

@@ -2,7 +2,9 @@
 
 :func:`plot_wavelengths` draws the wavelength of every pair of columns,
 :func:`plot_pair_circles` one pair of columns as a point going round a
-circle; the numbers come from :mod:`posenc.encodings`. Like the figures of
+circle, :func:`plot_distance_from_start` the distance from position 0's code
+for a few bases; the numbers come from :mod:`posenc.encodings` and
+:mod:`posenc.analysis`. Like the figures of
 :mod:`posenc.plots.encoding`, each is released from pyplot when made.
 """
 
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..analysis import offset_cosine_distance
 from ..encodings import frequencies, sinusoidal, wavelengths
 from ..validation import check_integer, check_real
 from .encoding import (
@@ -27,10 +30,12 @@ from .encoding import (
 )
 from .style import CMAP_SEQUENTIAL, QUALITATIVE
 
-__all__ = ["plot_pair_circles", "plot_wavelengths"]
+__all__ = ["plot_distance_from_start", "plot_pair_circles", "plot_wavelengths"]
 
 # line styles of the marked sequence lengths, in order
 _LENGTH_STYLES = (":", "-.", (0, (6, 2)), (0, (1, 3)))
+# line styles of the averaged curves, so that they differ by more than colour
+_CURVE_STYLES = ("-", "--", "-.", ":")
 
 
 def plot_wavelengths(
@@ -260,4 +265,92 @@ def plot_pair_circles(
     fig.suptitle(
         f"Each pair turns by $\\omega_i$ per position ({_settings(length, d_model, base)})"
     )
+    return fig
+
+
+def plot_distance_from_start(
+    length: int,
+    d_model: int,
+    bases: Sequence[float] = (10_000.0,),
+    *,
+    window: int = 257,
+) -> Figure:
+    r"""The cosine distance from position 0's code to every position's, for a few bases.
+
+    One faint line per base draws :math:`D(k)`, the cosine distance between
+    :math:`\PE_0` and :math:`\PE_k` for ``k = 0 .. length - 1``
+    (:func:`posenc.analysis.offset_cosine_distance`); over a long input the
+    fast pairs make it jitter. A bold line of the same colour draws its
+    average over ``window`` neighbouring positions, centred on ``k``, which
+    shows where the distance still climbs and where it levels off or comes
+    back. Each legend entry names the base and how many times its slowest
+    pair turns over the input, :math:`(L - 1) / \lambda_{d/2-1}`.
+
+    Parameters
+    ----------
+    length : int
+        Positions ``0 .. length - 1``; ``length >= window``.
+    d_model : int
+        Width ``d``, even and ``>= 2``.
+    bases : sequence of float
+        One to four bases ``n > 0``.
+    window : int
+        Odd number ``>= 1`` of positions in each average.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes; for base ``b`` its lines ``2 b`` (the distance) and
+        ``2 b + 1`` (the average, drawn at positions
+        ``window // 2 .. length - 1 - window // 2``).
+
+    Examples
+    --------
+    >>> fig = plot_distance_from_start(64, 8, bases=(100.0,), window=9)
+    >>> fig.axes[0].lines[1].get_xdata()[:2]
+    array([4, 5])
+    """
+    length = check_integer("length", length, minimum=1)
+    d_model = check_integer("d_model", d_model, minimum=2)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even, got {d_model}")
+    if isinstance(bases, (str, bytes)) or not isinstance(bases, Sequence):
+        raise TypeError(f"bases must be a sequence of numbers, got {type(bases).__name__}")
+    if not 1 <= len(bases) <= len(_CURVE_STYLES):
+        raise ValueError(
+            f"bases must hold between 1 and {len(_CURVE_STYLES)} values, got {len(bases)}"
+        )
+    bases = tuple(check_real(f"bases[{a}]", b, positive=True) for a, b in enumerate(bases))
+    window = check_integer("window", window, minimum=1)
+    if window % 2 == 0 or window > length:
+        raise ValueError(f"window must be odd and at most length = {length}, got {window}")
+
+    positions = np.arange(length)
+    half = window // 2
+    fig = _new_figure(7.0, 4.2)
+    ax = fig.subplots()
+    for a, base in enumerate(bases):
+        dist = offset_cosine_distance(positions, d_model, base)
+        mean = np.convolve(dist, np.ones(window) / window, mode="valid")
+        turns = (length - 1) / wavelengths(d_model, base)[-1]
+        colour = QUALITATIVE[a]
+        ax.plot(positions, dist, color=colour, linewidth=0.3, alpha=0.25)
+        ax.plot(
+            positions[half : length - half],
+            mean,
+            color=colour,
+            linestyle=_CURVE_STYLES[a],
+            linewidth=2.0,
+            label=f"$n$ = {_number(round(base))}: slowest pair turns {turns:.2g} times",
+        )
+    ax.set_xlim(0, length - 1)
+    ax.set_ylim(bottom=0.0)
+    ax.set_xlabel("position $k$ (tokens)")
+    ax.set_ylabel("cosine distance from position 0 (no unit)")
+    ax.set_title(
+        f"Distance from position 0; bold: average over {window} positions "
+        f"($d$ = {d_model})",
+        fontsize="medium",
+    )
+    ax.legend(fontsize="small", loc="lower right", framealpha=1.0)
     return fig
