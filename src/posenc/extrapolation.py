@@ -104,9 +104,9 @@ class ExtrapolationConfig:
     n_heads: int = 4
     n_layers: int = 2
     base: float = 10_000.0
-    # The tasks: trained at one length, tested at these multiples of it.
-    train_length: int = 16
+    # The tasks: tested at these multiples of the length they are trained at.
     factors: tuple[int, ...] = (1, 2, 4)
+    train_length: int = 16
     offset: int = 3
     # Training and the choice of its learning rate.
     steps: int = 1000

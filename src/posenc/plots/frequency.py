@@ -38,6 +38,15 @@ _LENGTH_STYLES = (":", "-.", (0, (6, 2)), (0, (1, 3)))
 _CURVE_STYLES = ("-", "--", "-.", ":")
 
 
+def _check_bases(bases: Sequence[float], most: int) -> tuple[float, ...]:
+    """``bases`` as a tuple of positive floats, one to ``most`` of them (one per line drawn)."""
+    if isinstance(bases, (str, bytes)) or not isinstance(bases, Sequence):
+        raise TypeError(f"bases must be a sequence of numbers, got {type(bases).__name__}")
+    if not 1 <= len(bases) <= most:
+        raise ValueError(f"bases must hold between 1 and {most} values, got {len(bases)}")
+    return tuple(check_real(f"bases[{a}]", b, positive=True) for a, b in enumerate(bases))
+
+
 def plot_wavelengths(
     d_model: int,
     bases: Sequence[float] = (10_000.0,),
@@ -92,13 +101,7 @@ def plot_wavelengths(
     'log'
     """
     d_model = check_integer("d_model", d_model, minimum=1)
-    if isinstance(bases, (str, bytes)) or not isinstance(bases, Sequence):
-        raise TypeError(f"bases must be a sequence of numbers, got {type(bases).__name__}")
-    if not 1 <= len(bases) <= len(QUALITATIVE):
-        raise ValueError(
-            f"bases must hold between 1 and {len(QUALITATIVE)} values, got {len(bases)}"
-        )
-    bases = tuple(check_real(f"bases[{a}]", b, positive=True) for a, b in enumerate(bases))
+    bases = _check_bases(bases, most=len(QUALITATIVE))
     turns = check_real("turns", turns, positive=True)
     if length is None:
         lengths: tuple[int, ...] = ()
@@ -314,13 +317,7 @@ def plot_distance_from_start(
     d_model = check_integer("d_model", d_model, minimum=2)
     if d_model % 2:
         raise ValueError(f"d_model must be even, got {d_model}")
-    if isinstance(bases, (str, bytes)) or not isinstance(bases, Sequence):
-        raise TypeError(f"bases must be a sequence of numbers, got {type(bases).__name__}")
-    if not 1 <= len(bases) <= len(_CURVE_STYLES):
-        raise ValueError(
-            f"bases must hold between 1 and {len(_CURVE_STYLES)} values, got {len(bases)}"
-        )
-    bases = tuple(check_real(f"bases[{a}]", b, positive=True) for a, b in enumerate(bases))
+    bases = _check_bases(bases, most=len(_CURVE_STYLES))
     window = check_integer("window", window, minimum=1)
     if window % 2 == 0 or window > length:
         raise ValueError(f"window must be odd and at most length = {length}, got {window}")
