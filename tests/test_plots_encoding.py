@@ -406,6 +406,22 @@ def test_cvd_heatmaps_show_the_simulated_table():
         plots.plot_cvd_heatmaps(0, 8)
 
 
+def test_distance_from_start_marks_each_average_at_its_highest_point():
+    bases = (100.0, 10_000.0, 1e6)
+    fig = plots.plot_distance_from_start(200, 16, bases=bases, window=21, mark_peaks=True)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 2 * len(bases) + len(bases)
+    for b in range(len(bases)):
+        mean, dot = ax.lines[2 * b + 1], ax.lines[2 * len(bases) + b]
+        top = int(np.argmax(mean.get_ydata()))
+        np.testing.assert_array_equal(dot.get_xdata(), [mean.get_xdata()[top]])
+        np.testing.assert_allclose(dot.get_ydata(), [mean.get_ydata().max()], atol=1e-12)
+        assert dot.get_marker() == "o" and dot.get_markersize() >= 10
+        assert dot.get_markerfacecolor() == mean.get_color()
+    # the legend is unchanged: one entry per base
+    assert len(ax.get_legend_handles_labels()[1]) == len(bases)
+
+
 def test_distance_from_start_draws_the_distance_and_its_average():
     bases = (100.0, 10_000.0)
     fig = plots.plot_distance_from_start(200, 16, bases=bases, window=21)
@@ -430,6 +446,7 @@ def test_distance_from_start_draws_the_distance_and_its_average():
     assert len(styles) == 2  # told apart by more than colour
     assert ax.get_xlabel() == "position $k$ (tokens)"
     assert ax.get_ylabel() == "cosine distance from position 0 (no unit)"
+    assert all(line.get_marker() in (None, "None") for line in ax.lines)  # no dots by default
     with pytest.raises(ValueError, match="window"):
         plots.plot_distance_from_start(20, 8, window=4)
     with pytest.raises(ValueError, match="window"):

@@ -277,6 +277,7 @@ def plot_distance_from_start(
     bases: Sequence[float] = (10_000.0,),
     *,
     window: int = 257,
+    mark_peaks: bool = False,
 ) -> Figure:
     r"""The cosine distance from position 0's code to every position's, for a few bases.
 
@@ -299,13 +300,18 @@ def plot_distance_from_start(
         One to four bases ``n > 0``.
     window : int
         Odd number ``>= 1`` of positions in each average.
+    mark_peaks : bool
+        If true, a large dot marks where each average is highest, which
+        shows at a glance where each distance stops growing.
 
     Returns
     -------
     matplotlib.figure.Figure
         One axes; for base ``b`` its lines ``2 b`` (the distance) and
         ``2 b + 1`` (the average, drawn at positions
-        ``window // 2 .. length - 1 - window // 2``).
+        ``window // 2 .. length - 1 - window // 2``); with ``mark_peaks``,
+        line ``2 B + b`` (``B`` bases) is the dot at the average's highest
+        point (its first, if it is reached twice).
 
     Examples
     --------
@@ -326,9 +332,11 @@ def plot_distance_from_start(
     half = window // 2
     fig = _new_figure(7.0, 4.2)
     ax = fig.subplots()
+    peaks = []
     for a, base in enumerate(bases):
         dist = offset_cosine_distance(positions, d_model, base)
         mean = np.convolve(dist, np.ones(window) / window, mode="valid")
+        peaks.append((int(np.argmax(mean)) + half, float(mean.max())))
         turns = (length - 1) / wavelengths(d_model, base)[-1]
         colour = QUALITATIVE[a]
         ax.plot(positions, dist, color=colour, linewidth=0.3, alpha=0.25)
@@ -340,6 +348,19 @@ def plot_distance_from_start(
             linewidth=2.0,
             label=f"$n$ = {_number(round(base))}: slowest pair turns {turns:.2g} times",
         )
+    if mark_peaks:
+        for a, (k, top) in enumerate(peaks):
+            ax.plot(
+                [k],
+                [top],
+                linestyle="none",
+                marker="o",
+                markersize=11,
+                markerfacecolor=QUALITATIVE[a],
+                markeredgecolor="black",
+                markeredgewidth=1.2,
+                zorder=5,
+            )
     ax.set_xlim(0, length - 1)
     ax.set_ylim(bottom=0.0)
     ax.set_xlabel("position $k$ (tokens)")
