@@ -315,3 +315,44 @@ def test_no_role_spans_a_line_break():
                 pattern = r"\{(?:ref|numref|eq|doc|term|cite:[pt])\}`[^`]*\n[^`]*`"
                 split += [f"{path.name} {cell['id']}" for _ in re.findall(pattern, text)]
     assert split == []
+
+
+GLUED = "application/papermill.record/text/plain"
+
+
+def figure_cells_with_extra_outputs(nb: dict) -> list[tuple[int, str, int]]:
+    """Code cells with a figure label that show more than one rich output.
+
+    myst-nb wraps every display output of such a cell in the figure (label and
+    caption), so a table shown beside the plot becomes a second figure with the
+    same label: the book build fails on a duplicate target. Glued values are not
+    shown and do not count; printed text is a stream and is not wrapped.
+    """
+    found = []
+    for k, cell in enumerate(nb["cells"]):
+        name = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
+        if cell["cell_type"] != "code" or not name:
+            continue
+        shown = [
+            o
+            for o in cell.get("outputs", [])
+            if o["output_type"] in ("display_data", "execute_result")
+            and GLUED not in o.get("data", {})
+        ]
+        if len(shown) != 1:
+            found.append((k, name, len(shown)))
+    return found
+
+
+def test_a_figure_cell_shows_exactly_one_rich_output():
+    plot = {"output_type": "display_data", "data": {"image/png": "", "text/plain": ""}}
+    table = {"output_type": "display_data", "data": {"text/html": "", "text/plain": ""}}
+    glued = {"output_type": "display_data", "data": {GLUED: "1"}}
+    figure = {"mystnb": {"figure": {"name": "fig-x"}}}
+    ok = {"cells": [code("fig", outputs=[glued, plot], **figure)]}
+    bad = {"cells": [code("fig", outputs=[table, plot], **figure)]}
+    assert figure_cells_with_extra_outputs(ok) == []
+    assert figure_cells_with_extra_outputs(bad) == [(0, "fig-x", 2)]
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        assert figure_cells_with_extra_outputs(nb) == [], path.name
