@@ -240,7 +240,7 @@ def angle_error_figure(
             ax.plot(positions, positions * guides[label], color=colour, linestyle=":", linewidth=1)
     ax.axhline(threshold, color="black", linestyle="--", linewidth=1)
     if per_step:
-        note = f"{threshold:.0%} of a step: neighbouring positions blur"
+        note = f"{threshold:.0%} of a step: our safety margin"
         ylabel = "largest error over the pairs (share of a step)"
     else:
         note = f"{threshold:g} rad: neighbouring positions blur (fastest pair)"
