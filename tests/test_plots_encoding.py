@@ -455,3 +455,23 @@ def test_distance_from_start_draws_the_distance_and_its_average():
         plots.plot_distance_from_start(20, 7, window=3)
     with pytest.raises(ValueError, match="bases"):
         plots.plot_distance_from_start(20, 8, bases=(1.0,) * 5, window=3)
+
+
+def test_distance_from_start_draws_the_mean_of_each_part():
+    bases = (100.0, 10_000.0)
+    fig = plots.plot_distance_from_start(200, 16, bases=bases, window=21, parts=4)
+    assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 4  # first axes unchanged
+    ax = fig.axes[1]
+    assert len(ax.lines) == len(bases)
+    for b, base in enumerate(bases):
+        dist = cosine_distance_matrix(sinusoidal(200, 16, base))[0]
+        expected = [dist[k : k + 50].mean() for k in range(0, 200, 50)]
+        np.testing.assert_array_equal(ax.lines[b].get_xdata(), [1, 2, 3, 4])
+        np.testing.assert_allclose(ax.lines[b].get_ydata(), expected, atol=1e-12)
+        assert ax.lines[b].get_color() == fig.axes[0].lines[2 * b + 1].get_color()
+        assert ax.lines[b].get_linestyle() == fig.axes[0].lines[2 * b + 1].get_linestyle()
+    assert "part" in ax.get_xlabel() and "no unit" in ax.get_ylabel()
+    assert len(plots.plot_distance_from_start(200, 16, window=21).axes) == 1
+    for bad in (1, 201, -1):
+        with pytest.raises(ValueError, match="parts"):
+            plots.plot_distance_from_start(200, 16, window=21, parts=bad)

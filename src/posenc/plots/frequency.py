@@ -278,6 +278,7 @@ def plot_distance_from_start(
     *,
     window: int = 257,
     mark_peaks: bool = False,
+    parts: int = 0,
 ) -> Figure:
     r"""The cosine distance from position 0's code to every position's, for a few bases.
 
@@ -303,15 +304,21 @@ def plot_distance_from_start(
     mark_peaks : bool
         If true, a large dot marks where each average is highest, which
         shows at a glance where each distance stops growing.
+    parts : int
+        If ``>= 2``, a second, narrow axes draws for each base the mean
+        distance over each of ``parts`` equal parts of the input (split by
+        :func:`numpy.array_split`), so that one can read whether it grows
+        from each part to the next; ``0`` (the default) leaves it out.
 
     Returns
     -------
     matplotlib.figure.Figure
-        One axes; for base ``b`` its lines ``2 b`` (the distance) and
-        ``2 b + 1`` (the average, drawn at positions
+        The first axes holds, for base ``b``, lines ``2 b`` (the distance)
+        and ``2 b + 1`` (the average, drawn at positions
         ``window // 2 .. length - 1 - window // 2``); with ``mark_peaks``,
         line ``2 B + b`` (``B`` bases) is the dot at the average's highest
-        point (its first, if it is reached twice).
+        point (its first, if it is reached twice). With ``parts``, the
+        second axes holds line ``b``: the part means at ``1 .. parts``.
 
     Examples
     --------
@@ -327,16 +334,24 @@ def plot_distance_from_start(
     window = check_integer("window", window, minimum=1)
     if window % 2 == 0 or window > length:
         raise ValueError(f"window must be odd and at most length = {length}, got {window}")
+    parts = check_integer("parts", parts, minimum=0)
+    if parts == 1 or parts > length:
+        raise ValueError(f"parts must be 0 or from 2 to length = {length}, got {parts}")
 
     positions = np.arange(length)
     half = window // 2
-    fig = _new_figure(7.0, 4.2)
-    ax = fig.subplots()
-    peaks = []
+    if parts:
+        fig = _new_figure(9.0, 4.2)
+        ax, ax_parts = fig.subplots(1, 2, width_ratios=(3, 1))
+    else:
+        fig = _new_figure(7.0, 4.2)
+        ax = fig.subplots()
+    peaks, part_means = [], []
     for a, base in enumerate(bases):
         dist = offset_cosine_distance(positions, d_model, base)
         mean = np.convolve(dist, np.ones(window) / window, mode="valid")
         peaks.append((int(np.argmax(mean)) + half, float(mean.max())))
+        part_means.append([part.mean() for part in np.array_split(dist, parts or 1)])
         turns = (length - 1) / wavelengths(d_model, base)[-1]
         colour = QUALITATIVE[a]
         ax.plot(positions, dist, color=colour, linewidth=0.3, alpha=0.25)
@@ -371,4 +386,18 @@ def plot_distance_from_start(
         fontsize="medium",
     )
     ax.legend(fontsize="small", loc="lower right", framealpha=1.0)
+    if parts:
+        for a, means in enumerate(part_means):
+            ax_parts.plot(
+                np.arange(1, parts + 1),
+                means,
+                color=QUALITATIVE[a],
+                linestyle=_CURVE_STYLES[a],
+                linewidth=2.0,
+                marker="o",
+            )
+        ax_parts.set_xticks(np.arange(1, parts + 1))
+        ax_parts.set_xlabel(f"part of the input (1 to {parts})")
+        ax_parts.set_ylabel("mean distance from position 0 (no unit)")
+        ax_parts.set_title(f"Mean over each of {parts} parts", fontsize="medium")
     return fig

@@ -156,13 +156,13 @@ def decay_bound_figure(offsets: Any, bounds: Mapping[str, Any]) -> Figure:
     >>> off = np.arange(0, 100)
     >>> fig = decay_bound_figure(off, {"b = 1e4": rope_decay_bound(off, 128)})
     >>> fig.axes[0].get_xlabel()
-    'offset $a - b$, query minus key (positions)'
+    'distance $a - b$, query minus key (positions)'
     """
     offsets, bounds = _check_series("offsets", offsets, bounds)
     fig, ax = plt.subplots(figsize=(8.0, 4.2), layout="constrained")
     for (label, values), colour in zip(bounds.items(), QUALITATIVE, strict=False):
         ax.plot(offsets, values, color=colour, label=label, linewidth=1.2)
-    ax.set_xlabel("offset $a - b$, query minus key (positions)")
+    ax.set_xlabel("distance $a - b$, query minus key (positions)")
     ax.set_ylabel(r"relative bound $(2/d_k)\,\sum_j |C_j|$ (no unit)")
     ax.set_title("RoFormer's long-term decay bound")
     ax.grid(True, alpha=0.3)
@@ -392,7 +392,7 @@ class RopeView:
         self.ax.set_yscale("log")
         self.ax.set_xlim(1, self.max_offset)
         self.ax.set_ylim(FLOOR, (self.max_d / 2 + 1) / 2 * 1.5)
-        self.ax.set_xlabel("offset $a - b$, query minus key (positions, log scale)")
+        self.ax.set_xlabel("distance $a - b$, query minus key (positions, log scale)")
         self.ax.set_ylabel("|score|, bound (no unit, log scale)")
         self.ax.grid(True, which="major", alpha=0.3)
         self.ax.legend(loc="lower left")

@@ -179,7 +179,7 @@ def passkey_figure(
         ax.set_xlabel("input length (bytes)", fontsize=8)
     for ax in axes[:, 0]:
         ax.set_ylabel("key's depth", fontsize=8)
-    fig.colorbar(image, ax=axes, shrink=0.8, label="keys recalled (%, of 5 digits all right)",
+    fig.colorbar(image, ax=axes, shrink=0.8, label="keys recalled, % (all 5 digits right)",
                  format=lambda v, _: f"{100 * v:.0f}")
     return detached(fig)
 
