@@ -444,6 +444,8 @@ def comparison_figure(
             )
         ax.margins(x=0.25)
         ax.set_yticks(range(len(regimes)), regimes[::-1])
+        # Head room above the top row, so its label is not cut by the frame.
+        ax.set_ylim(-0.5, len(regimes) - 0.2)
         ax.set_xlabel("concatenated minus added (accuracy points)")
         ax.set_title(titles[code] if titles and code in titles else f"{code} codes")
     axes[0, 0].set_ylabel("regime (length, width, layers)")
