@@ -19,7 +19,9 @@ Each page is opened once; the checks below read what that visit recorded:
 * the widget state and the widget JavaScript are shipped only with a live widget;
 * no placeholder address is left anywhere in the build;
 * no chapter page shows more than 2,500 words of prose before the reader
-  clicks anything (the evidence layer, "How we know", is one click away).
+  clicks anything (the evidence layer, "How we know", is one click away);
+* the evidence layer's two kinds of button (a dropdown, a hidden code cell)
+  look the same, so the reader learns one look.
 """
 
 from __future__ import annotations
@@ -194,6 +196,26 @@ async (SLACK) => {
   }
   out.prose_words = prose;
 
+  // The evidence layer's two kinds of button, a "How we know" dropdown and a
+  // hidden code cell, as they look closed: title background, weight, marker
+  // and any hint text beside the title.
+  const looks = [];
+  for (const t of article.querySelectorAll('div.admonition.how-we-know > .admonition-title')) {
+    const btn = t.querySelector('button.toggle-button');
+    const hint = btn && getComputedStyle(btn).opacity !== '0'
+      ? getComputedStyle(btn, '::before').content : 'none';
+    looks.push({kind: 'dropdown', text: t.textContent.trim().slice(0, 50),
+                bg: getComputedStyle(t).backgroundColor, weight: getComputedStyle(t).fontWeight,
+                marker: getComputedStyle(t, '::after').content, hint});
+  }
+  for (const t of article.querySelectorAll('div.cell details.hide:not([open]) > summary > p.collapsed')) {
+    looks.push({kind: 'hidden cell', text: t.textContent.trim().slice(0, 50),
+                bg: getComputedStyle(t.parentElement).backgroundColor,
+                weight: getComputedStyle(t).fontWeight,
+                marker: getComputedStyle(t, '::before').content, hint: 'none'});
+  }
+  out.button_looks = looks;
+
   // Links, as the browser resolves them (also those added by scripts).
   out.links = [...document.querySelectorAll('a[href]')].map(a => a.href);
 
@@ -354,6 +376,25 @@ def test_prose_budget(reports: dict, page: str) -> None:
         f"{page} shows {words} words of prose on first load, over the budget of "
         f"{PROSE_BUDGET}: move evidence into a 'How we know' dropdown"
     )
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_evidence_buttons_look_alike(reports: dict, page: str) -> None:
+    """A dropdown and a hidden code cell of the evidence layer look the same closed:
+    one background, one weight, the same right-pointing marker, no hint text."""
+    looks = reports[page]["button_looks"]
+    assert looks, f"{page} has no evidence button"
+    styles = {(b["bg"], b["weight"], b["marker"]) for b in looks}
+    assert len(styles) == 1, f"{page}: the evidence buttons look different: {styles}"
+    assert styles.pop()[2] == '"\u25b8"', f"{page}: the closed marker is not a right triangle"
+    hinted = [b["text"] for b in looks if b["hint"] not in ("none", "normal")]
+    assert not hinted, f"{page}: a hint shows beside these titles: {hinted}"
+
+
+def test_both_kinds_of_evidence_button_are_measured(reports: dict) -> None:
+    # The look test compares something: the book has both kinds of button.
+    kinds = {b["kind"] for page in CHAPTERS for b in reports[page]["button_looks"]}
+    assert kinds == {"dropdown", "hidden cell"}, kinds
 
 
 def test_prose_is_counted(reports: dict) -> None:
