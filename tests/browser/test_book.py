@@ -208,7 +208,8 @@ async (SLACK) => {
                 bg: getComputedStyle(t).backgroundColor, weight: getComputedStyle(t).fontWeight,
                 marker: getComputedStyle(t, '::after').content, hint});
   }
-  for (const t of article.querySelectorAll('div.cell details.hide:not([open]) > summary > p.collapsed')) {
+  const closedCells = 'div.cell details.hide:not([open]) > summary > p.collapsed';
+  for (const t of article.querySelectorAll(closedCells)) {
     looks.push({kind: 'hidden cell', text: t.textContent.trim().slice(0, 50),
                 bg: getComputedStyle(t.parentElement).backgroundColor,
                 weight: getComputedStyle(t).fontWeight,
