@@ -400,7 +400,8 @@ def assert_citations_resolve(page, notebook: str) -> int:
     assert keys and {key for _, key, _ in works} == keys
     for link, key, target in works:
         # "Vaswani et al. (2017)" or "Vaswani et al., 2017" goes to "Vaswani et al. (2017). ..."
-        who, year = re.fullmatch(r"(.+?),? \(?(\d{4})\)?", link).groups()
+        # (a link wrapped across source lines renders its line break as a space)
+        who, year = re.fullmatch(r"(.+?),? \(?(\d{4})\)?", " ".join(link.split())).groups()
         assert target is not None and target.startswith(f"{who} ({year})."), (link, key, target)
     return len(works)
 
