@@ -252,3 +252,26 @@ def test_the_answer_box_config_runs_and_sets_the_rule(tmp_path, rule):
     other = scaled_frequencies(head, base, factor=8.0, original_length=4096,
                                method={"yarn": "llama3", "llama3": "yarn"}[rule])
     assert np.abs(got / other - 1).max() > 0.1
+
+
+def test_the_ntk_snippet_raises_the_base_by_the_rule():
+    # Chapter 7's NTK-aware snippet, as printed, on a config with a
+    # partial rotary factor: the base rises by alpha^(d / (d - 2)), with d
+    # the rotated width, not the head width.
+    transformers = pytest.importorskip("transformers")
+    path = Path(__file__).parents[1] / "chapters" / "07_length_extrapolation.ipynb"
+    cells = json.loads(path.read_text())["cells"]
+    text = next("".join(c["source"]) for c in cells
+                if "Instead of cfg.rope_parameters.update(llama3)"
+                in "".join(c["source"]))
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    for partial, rotated in ((None, 128), (0.5, 64)):
+        cfg = transformers.LlamaConfig(
+            hidden_size=256, num_attention_heads=2, head_dim=128,
+            rope_parameters={"rope_type": "default", "rope_theta": 1e4})
+        if partial is not None:
+            cfg.partial_rotary_factor = partial
+        scope = {"cfg": cfg, "factor": 8.0}
+        exec(code, scope)
+        want = 1e4 * 8.0 ** (rotated / (rotated - 2))
+        assert cfg.rope_parameters["rope_theta"] == pytest.approx(want)
