@@ -229,3 +229,25 @@ def test_decoding_figure_bad_errors_shape():
 def test_bad_input(call, error, pattern):
     with pytest.raises(error, match=pattern):
         call()
+
+
+def test_turn_direction_figure_draws_both_turns_on_their_side():
+    theta = 1.0
+    code = np.array([np.cos(theta), -np.sin(theta)])
+    rotary = np.array([np.cos(theta), np.sin(theta)])
+    fig = plots.turn_direction_figure([1.0, 0.0], code, rotary)
+    (ax,) = fig.axes
+    assert ax.get_xlabel().endswith("(no unit)") and ax.get_ylabel().endswith("(no unit)")
+    assert plt.get_fignums() == []
+    # The two arcs end at the two turned points: rotary above the axis, the code below.
+    arcs = [line for line in ax.lines if len(line.get_xdata()) == 60]
+    ends = [(line.get_xdata()[-1], line.get_ydata()[-1]) for line in arcs]
+    np.testing.assert_allclose(ends[0], 1.12 * rotary, atol=1e-12)
+    np.testing.assert_allclose(ends[1], 1.12 * code, atol=1e-12)
+    texts = " ".join(t.get_text() for t in ax.texts)
+    assert "counter-clockwise" in texts and "(clockwise" in texts
+
+
+def test_turn_direction_figure_rejects_a_wrong_shape():
+    with pytest.raises(ValueError, match="code_turn"):
+        plots.turn_direction_figure([1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0])

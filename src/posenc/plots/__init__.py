@@ -57,6 +57,7 @@ from .mathematics import (
     frequency_wavelength_figure,
     separation_figure,
     shift_fit_figure,
+    turn_direction_figure,
 )
 from .motivation import distance_by_offset, pooled_vectors, property_grid
 from .style import CMAP_DIVERGING, CMAP_SEQUENTIAL, QUALITATIVE, detached, symmetric_limits
@@ -114,4 +115,5 @@ __all__ = [
     "shift_fit_figure",
     "symmetric_limits",
     "t5_bucket_figure",
+    "turn_direction_figure",
 ]

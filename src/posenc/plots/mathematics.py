@@ -35,6 +35,7 @@ __all__ = [
     "frequency_wavelength_figure",
     "separation_figure",
     "shift_fit_figure",
+    "turn_direction_figure",
 ]
 
 
@@ -393,6 +394,79 @@ def separation_figure(profiles: Mapping[str, np.ndarray]) -> Figure:
         title="How close two different positions' codes come",
     )
     ax.legend(fontsize="small", loc="lower left")
+    return detached(fig)
+
+
+def turn_direction_figure(
+    start: np.ndarray, code_turn: np.ndarray, rotary_turn: np.ndarray
+) -> Figure:
+    """One pair of a query or key on the unit circle, turned both ways.
+
+    Parameters
+    ----------
+    start : array_like, shape ``(2,)``
+        The pair before the turn (first entry across, second up).
+    code_turn, rotary_turn : array_like, shape ``(2,)``
+        The pair after the code's shift ``M(k)`` (clockwise) and after
+        rotary's ``M(k)^T`` (counter-clockwise), computed by the caller.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes with equal aspect: the circle, the start and both turns as arcs.
+
+    Examples
+    --------
+    >>> fig = turn_direction_figure([1.0, 0.0], [0.6, -0.8], [0.6, 0.8])
+    >>> len(fig.axes)
+    1
+    """
+    start = check_array("start", start, shape=(2,))
+    ends = {
+        "code_turn": check_array("code_turn", code_turn, shape=(2,)),
+        "rotary_turn": check_array("rotary_turn", rotary_turn, shape=(2,)),
+    }
+    labels = {
+        "rotary_turn": "rotary, M(k)ᵀ, as in rotate,\n"
+        "RoFormer and Meta's Llama\n(counter-clockwise, +θ)",
+        "code_turn": "the code's shift, M(k):\nas in rotation\n(clockwise, −θ)",
+    }
+    colours = {"rotary_turn": QUALITATIVE[0], "code_turn": QUALITATIVE[5]}
+    fig, ax = plt.subplots(figsize=(5, 4.6), layout="constrained")
+    ring = np.linspace(0, 2 * np.pi, 200)
+    ax.plot(np.cos(ring), np.sin(ring), color="0.75", linewidth=1)
+    ax.axhline(0, color="0.85", linewidth=0.8)
+    ax.axvline(0, color="0.85", linewidth=0.8)
+    ax.plot(*start, "o", color="black", markersize=7)
+    ax.annotate("start, angle 0", start, xytext=(1.08, -0.08), va="top")
+    begin = np.arctan2(start[1], start[0])
+    for name in ("rotary_turn", "code_turn"):
+        end, colour = ends[name], colours[name]
+        arc = np.linspace(begin, np.arctan2(end[1], end[0]), 60)
+        radius = 1.12 * np.hypot(*end)
+        ax.plot(radius * np.cos(arc), radius * np.sin(arc), color=colour, lw=2)
+        ax.annotate(
+            "",
+            xy=(radius * np.cos(arc[-1]), radius * np.sin(arc[-1])),
+            xytext=(radius * np.cos(arc[-4]), radius * np.sin(arc[-4])),
+            arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 2},
+        )
+        ax.plot(*end, "o", color=colour, markersize=7)
+        ax.text(
+            *(1.3 * end),
+            labels[name],
+            color=colour,
+            ha="left",
+            va="bottom" if end[1] > 0 else "top",
+        )
+    ax.set(
+        xlim=(-1.3, 2.4),
+        ylim=(-1.6, 1.6),
+        aspect="equal",
+        xlabel="first entry of the pair (no unit)",
+        ylabel="second entry of the pair (no unit)",
+        title="One pair turned by θ = kω: two directions",
+    )
     return detached(fig)
 
 
