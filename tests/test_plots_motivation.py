@@ -110,9 +110,12 @@ def test_grid_can_show_marks_and_notes_without_numbers(table):
     for (r, c), text in texts.items():
         mark = "✓" if table.passed[r, c] else "✗"
         assert text.get_text() == (f"{mark}\ngrows" if (r, c) == (0, 0) else mark)
-    assert [t.get_text() for t in ax.get_xticklabels()] == [
+    labels = ax.get_xticklabels()
+    assert [t.get_text().replace("\n", " ") for t in labels] == [
         PROPERTY_LABELS[p] for p in table.properties
-    ]
+    ]  # the names, wrapped onto short upright lines
+    assert all(t.get_rotation() == 0 for t in labels)
+    assert max(len(line) for t in labels for line in t.get_text().split("\n")) <= 16
     assert "number" not in ax.get_xlabel() and "L_train" in ax.get_xlabel()
     with pytest.raises(ValueError, match="does not have"):
         property_grid(table, notes={("no such code", prop): "x"})

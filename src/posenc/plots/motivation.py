@@ -18,6 +18,7 @@ exactly once, and no figure lingers in memory.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import matplotlib
@@ -62,6 +63,12 @@ def _column_label(prop: str, rule: str | None) -> str:
     return f"{label}\n({', '.join(notes)})" if notes else label
 
 
+def _upright_label(label: str, width: int = 16) -> str:
+    """A short label on lines of at most ``width`` characters, a new line after each comma."""
+    clauses = label.split(", ")
+    return ",\n".join(textwrap.fill(clause, width=width) for clause in clauses)
+
+
 def property_grid(
     table: PropertyTable,
     *,
@@ -91,7 +98,8 @@ def property_grid(
     that a reader sees why a number earns a tick without the text.
 
     With ``show_values=False`` the grid shows the marks alone, and the column
-    labels the property names alone, for a page that gives the numbers
+    labels the property names alone, upright and wrapped at 16 characters so
+    that none is slanted or cut off, for a page that gives the numbers
     elsewhere. A cell listed in ``notes`` shows its note (a word or two, such
     as why a cross is a cross) under the mark instead of the number.
 
@@ -178,14 +186,17 @@ def property_grid(
                 color="black" if passed[r, c] else "white",
             )
     labels = [
-        _column_label(p, pass_rules.get(p)) if show_values else PROPERTY_LABELS.get(p, p)
+        _column_label(p, pass_rules.get(p))
+        if show_values
+        else _upright_label(PROPERTY_LABELS.get(p, p))
         for p in table.properties
     ]
     ax.set_xticks(range(n_props), labels)
     ax.set_yticks(range(n_schemes), list(table.schemes))
-    ax.tick_params(axis="x", labelrotation=25)
-    for label in ax.get_xticklabels():
-        label.set_horizontalalignment("right")
+    if show_values:  # long labels with their measures: slanted
+        ax.tick_params(axis="x", labelrotation=25)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
     measured = "what it measures, and when it earns ✓" if pass_rules else "what it measures"
     sizes = f"training length L_train = {table.length}, d = {table.d_model} columns"
     ax.set_xlabel(
